@@ -1,0 +1,31 @@
+# Two commands do all set-up on a fresh machine with Python 3.11:
+#   make reproduce   executes every notebook with papermill into reports/
+#   make test        runs ruff and the test suite
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test reproduce bench lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test,dask]"
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+reproduce: $(STAMP)
+	$(BIN)/tailoredbench reproduce
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

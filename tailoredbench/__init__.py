@@ -1,0 +1,40 @@
+"""tailoredbench: estimate a model's full-benchmark accuracy from 20-40 items.
+
+A fast, seeded implementation of TailoredBench (Yuan et al., ACL 2025, arXiv:2502.13576),
+its baselines, and the notebooks that regenerate the paper's tables and figures.
+"""
+
+from .datasets import (
+    BENCHMARKS,
+    Benchmark,
+    ResponseMatrix,
+    load_benchmark,
+    load_matrix,
+    split_models,
+)
+from .errors import DataError, TailoredBenchError
+from .kmedoids import k_medoids
+from .simulate import Simulation, simulate
+from .tailored import TailoredBench, calibrated_estimate, g_set, n_set, native_sources
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BENCHMARKS",
+    "Benchmark",
+    "DataError",
+    "ResponseMatrix",
+    "Simulation",
+    "TailoredBench",
+    "TailoredBenchError",
+    "__version__",
+    "calibrated_estimate",
+    "g_set",
+    "k_medoids",
+    "load_benchmark",
+    "load_matrix",
+    "n_set",
+    "native_sources",
+    "simulate",
+    "split_models",
+]

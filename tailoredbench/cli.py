@@ -1,0 +1,149 @@
+"""The ``tailoredbench`` command: simulate and reproduce.
+
+Bad input of any kind ends with one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import TailoredBenchError
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    from .datasets.benchmarks import BENCHMARKS
+    from .kmedoids import DISTANCES
+    from .methods import METHODS
+
+    parser = argparse.ArgumentParser(
+        prog="tailoredbench",
+        description="Estimate full-benchmark accuracy from a few items (TailoredBench, ACL 2025).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sim = sub.add_parser("simulate", help="repeat methods over runs on a benchmark or your own matrix")
+    data = sim.add_mutually_exclusive_group(required=True)
+    data.add_argument("--benchmark", help=f"one of: {', '.join(BENCHMARKS)}")
+    data.add_argument("--matrix", help="your own models x items 0/1 matrix (.npy or .csv)")
+    sim.add_argument("--split", default="interleave", help="for --matrix: interleave (default) or random")
+    sim.add_argument("--max-models", type=_positive_int, help="seeded subsample of models before the split")
+    sim.add_argument("--method", nargs="+", default=["tailoredbench"], help=f"one or more of: {', '.join(METHODS)}")
+    sim.add_argument("--budget", nargs="+", type=_positive_int, default=[30], help="items per target (G-set included)")
+    sim.add_argument("--g-size", type=_positive_int, default=10)
+    sim.add_argument("--distance", default="manhattan", help=f"one of: {', '.join(DISTANCES)}")
+    sim.add_argument("--runs", type=_positive_int, default=20)
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--jobs", type=_positive_int, default=1)
+    sim.add_argument("--tidy", help="also write the tidy per-target results to this CSV file")
+    sim.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    rep = sub.add_parser("reproduce", help="execute notebooks with papermill into reports/")
+    rep.add_argument("--notebook", "--benchmark", dest="notebooks", nargs="+", help="notebook names (default: all)")
+    rep.add_argument("--runs", type=_positive_int, help="override the notebooks' runs")
+    return parser
+
+
+def _simulate(args) -> int:
+    from .datasets import load_benchmark, load_matrix, split_models
+    from .datasets.benchmarks import Benchmark
+    from .kmedoids import check_distance
+    from .simulate import simulate
+
+    check_distance(args.distance)
+    if args.benchmark:
+        bench = load_benchmark(args.benchmark, max_models=args.max_models, seed=args.seed)
+    else:
+        matrix = load_matrix(args.matrix)
+        if args.max_models and matrix.n_models > args.max_models:
+            import numpy as np
+
+            rows = np.sort(np.random.default_rng(args.seed).choice(matrix.n_models, args.max_models, replace=False))
+            matrix = matrix.take_models(rows)
+        source, target = split_models(matrix, args.split, args.seed)
+        bench = Benchmark(matrix.source, source, target, {"description": f"user matrix, {args.split} split"})
+    sim = simulate(
+        bench,
+        methods=args.method,
+        budgets=args.budget,
+        runs=args.runs,
+        seed=args.seed,
+        n_jobs=args.jobs,
+        g_size=args.g_size,
+        distance=args.distance,
+        progress=sys.stderr.isatty(),
+    )
+    if args.tidy:
+        sim.results.to_csv(args.tidy, index=False)
+    records = []
+    for _, row in sim.summary.iterrows():
+        records.append(
+            {
+                "method": row["method"],
+                "benchmark": bench.name,
+                "budget": int(row["budget"]),
+                "runs": int(row["runs"]),
+                "seed": args.seed,
+                "g_size": args.g_size,
+                "distance": args.distance,
+                "n_source": bench.source.n_models,
+                "n_target": bench.target.n_models,
+                "n_items": bench.n_items,
+                "mae": float(row["mae"]),
+                "mae_se": float(row["mae_se"]),
+                "kendall_tau": float(row["kendall_tau"]),
+                "kendall_tau_se": float(row["kendall_tau_se"]),
+                "seconds_per_run": sim.seconds_per_run[row["method"]],
+            }
+        )
+    if args.json:
+        print(json.dumps(records[0] if len(records) == 1 else records, indent=None))
+    else:
+        for r in records:
+            print(
+                f"{r['method']:<16} budget {r['budget']:>4}  MAE {r['mae']:.4f} ± {r['mae_se']:.4f}  "
+                f"tau {r['kendall_tau']:.3f} ± {r['kendall_tau_se']:.3f}  "
+                f"({r['seconds_per_run']:.2f} s/run, {r['runs']} runs)"
+            )
+    return 0
+
+
+def _reproduce(args) -> int:
+    from .notebooks import reproduce
+
+    parameters = {"runs": args.runs} if args.runs else None
+    reproduce(args.notebooks, parameters=parameters, log=lambda m: print(m, file=sys.stderr))
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``tailoredbench`` command."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "simulate":
+            return _simulate(args)
+        return _reproduce(args)
+    except TailoredBenchError as err:
+        print(f"tailoredbench: error: {err}", file=sys.stderr)
+        return 2
+    except (OSError, MemoryError) as err:
+        print(f"tailoredbench: error: {type(err).__name__}: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,329 @@
+"""K-Medoids with medoids held fixed, and the distances it runs on.
+
+The clustering is FasterPAM (Schubert & Rousseeuw, "Fast and eager k-medoids
+clustering: O(k) runtime improvement of the PAM, CLARA, and CLARANS algorithms",
+Information Systems 101, 2021): eager swaps, with each point's nearest and
+second-nearest medoid cached so that one candidate is scored against all medoids
+in O(n). Here some medoids may be *fixed*: they are never swapped out, which is
+what TailoredBench needs to extend a G-set into an N-set.
+
+For 0/1 response data, the Manhattan distance between z-scored rows is a weighted
+Hamming distance (each disagreeing column counts ``1 / std``); it is computed with
+matrix products rather than by materialising the z-scored data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from .errors import TailoredBenchError
+
+DISTANCES = ("manhattan", "euclidean", "cosine", "correlation")
+
+
+def column_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and population standard deviations, a constant column scaling by 1.
+
+    This is scikit-learn's ``StandardScaler`` convention, which the paper's code uses.
+    """
+    mean = X.mean(axis=0)
+    std = X.std(axis=0)
+    std[std == 0] = 1.0
+    return mean, std
+
+
+def standardize(X: np.ndarray) -> np.ndarray:
+    """Z-score each column (population std; a constant column scales by 1).
+
+    Examples
+    --------
+    >>> standardize(np.array([[0.0, 1.0], [1.0, 1.0]])).tolist()
+    [[-1.0, 0.0], [1.0, 0.0]]
+    """
+    mean, std = column_scale(X)
+    return (X - mean) / std
+
+
+def weighted_hamming(A: np.ndarray, weights: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
+    """``D[i, k] = sum_j weights[j] * (A[i, j] != B[k, j])`` for 0/1 rows, by matrix products.
+
+    Examples
+    --------
+    >>> A = np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]])
+    >>> weighted_hamming(A, np.array([1.0, 2.0, 4.0])).tolist()
+    [[0.0, 1.0], [1.0, 0.0]]
+    """
+    same = B is None
+    B = A if same else B
+    Aw = A * weights
+    # |a - b| = a + b - 2ab for a, b in {0, 1}
+    D = Aw @ B.T
+    _hamming_from_gram(D, Aw.sum(axis=1), B @ weights, same)
+    return D
+
+
+@numba.njit(cache=True, nogil=True)
+def _hamming_from_gram(G, row_norm, col_norm, same):
+    # In place: G[i, k] <- row_norm[i] + col_norm[k] - 2 G[i, k], clipped at 0.
+    n, m = G.shape
+    for i in range(n):
+        for k in range(m):
+            d = row_norm[i] + col_norm[k] - 2.0 * G[i, k]
+            # Rounded to 1e-9 so that equal sums of weights tie exactly, whatever the
+            # summation order; ties are then broken by index, as documented.
+            G[i, k] = np.floor(d * 1e9 + 0.5) / 1e9 if d > 0.0 else 0.0
+        if same:
+            G[i, i] = 0.0
+
+
+def binary_distances(X: np.ndarray, metric: str = "manhattan") -> np.ndarray:
+    """Distances between the rows of a 0/1 matrix after z-scoring each column.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_points, n_features)
+        0/1 values; rows are the points (items or models), columns their coordinates.
+    metric : {"manhattan", "euclidean", "cosine", "correlation"}
+
+    Returns
+    -------
+    ndarray of shape (n_points, n_points)
+        For ``cosine`` and ``correlation``, a row with zero norm (or zero variance) is
+        at distance 1 from every other row.
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    >>> binary_distances(X)[0].tolist()
+    [0.0, 2.0, 2.0, 4.0]
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if metric in ("manhattan", "euclidean"):
+        _, std = column_scale(X)
+        if metric == "manhattan":
+            return weighted_hamming(X, 1.0 / std)
+        return np.sqrt(weighted_hamming(X, 1.0 / std**2))
+    return np.round(dense_distances(standardize(X), metric), 9)
+
+
+def dense_distances(Z: np.ndarray, metric: str) -> np.ndarray:
+    """Distances between the rows of a real matrix (any of :data:`DISTANCES`)."""
+    if metric == "manhattan":
+        from scipy.spatial.distance import cdist
+
+        return cdist(Z, Z, "cityblock")
+    if metric == "euclidean":
+        sq = (Z**2).sum(axis=1)
+        D = sq[:, None] + sq[None, :] - 2.0 * (Z @ Z.T)
+        np.maximum(D, 0.0, out=D)
+        np.fill_diagonal(D, 0.0)
+        return np.sqrt(D)
+    if metric == "correlation":
+        Z = Z - Z.mean(axis=1, keepdims=True)
+    elif metric != "cosine":
+        raise TailoredBenchError(f"unknown distance {metric!r}; choose one of {', '.join(DISTANCES)}")
+    norm = np.sqrt((Z**2).sum(axis=1))
+    safe = np.where(norm > 1e-12, norm, 1.0)
+    U = Z / safe[:, None]
+    D = 1.0 - U @ U.T
+    degenerate = norm <= 1e-12
+    D[degenerate, :] = 1.0
+    D[:, degenerate] = 1.0
+    np.fill_diagonal(D, 0.0)
+    return np.clip(D, 0.0, 2.0)
+
+
+def check_distance(metric: str) -> str:
+    if metric not in DISTANCES:
+        raise TailoredBenchError(f"unknown distance {metric!r}; choose one of {', '.join(DISTANCES)}")
+    return metric
+
+
+@dataclass(frozen=True)
+class KMedoidsResult:
+    """Medoids (fixed ones first, in the order given), each point's cluster, and the cost."""
+
+    medoids: np.ndarray
+    labels: np.ndarray
+    cost: float
+    n_swaps: int
+
+
+def k_medoids(
+    D: np.ndarray,
+    n_clusters: int,
+    *,
+    fixed=(),
+    random_state=None,
+    max_iter: int = 100,
+) -> KMedoidsResult:
+    """K-Medoids (FasterPAM) on a precomputed distance matrix, some medoids held fixed.
+
+    Parameters
+    ----------
+    D : ndarray of shape (n, n)
+        Symmetric distances with a zero diagonal.
+    n_clusters : int
+        Total number of medoids, fixed ones included.
+    fixed : sequence of int, optional
+        Points that are medoids throughout; they come first in the result, in this order.
+    random_state : int, sequence of int or numpy Generator, optional
+        Seeds the random choice of the initial free medoids.
+    max_iter : int, default 100
+        Maximum number of passes over all points.
+
+    Returns
+    -------
+    KMedoidsResult
+        ``labels[i]`` is the position in ``medoids`` of point ``i``'s nearest medoid;
+        ties go to the earlier position, so fixed medoids win ties.
+
+    References
+    ----------
+    E. Schubert and P. J. Rousseeuw. Fast and eager k-medoids clustering: O(k) runtime
+    improvement of the PAM, CLARA, and CLARANS algorithms. Information Systems 101, 2021.
+
+    Examples
+    --------
+    >>> X = np.array([0.0, 1.0, 2.0, 10.0, 11.0, 12.0])
+    >>> D = np.abs(X[:, None] - X[None, :])
+    >>> result = k_medoids(D, 2, random_state=0)
+    >>> sorted(result.medoids.tolist()), result.cost
+    ([1, 4], 4.0)
+    >>> k_medoids(D, 2, fixed=[0], random_state=0).medoids.tolist()
+    [0, 4]
+    """
+    D = np.ascontiguousarray(D, dtype=np.float64)
+    n = D.shape[0]
+    fixed = np.asarray(fixed, dtype=np.int64).reshape(-1)
+    if D.ndim != 2 or D.shape[1] != n:
+        raise TailoredBenchError(f"distance matrix must be square, got shape {D.shape}")
+    if len(np.unique(fixed)) != len(fixed) or (len(fixed) and (fixed.min() < 0 or fixed.max() >= n)):
+        raise TailoredBenchError("fixed medoids must be distinct point indices")
+    if not len(fixed) <= n_clusters <= n:
+        raise TailoredBenchError(f"cannot choose {n_clusters} medoids ({len(fixed)} fixed) among {n} points")
+    rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
+    free_pool = np.setdiff1d(np.arange(n), fixed)
+    start = rng.choice(free_pool, n_clusters - len(fixed), replace=False)
+    medoids = np.concatenate([fixed, np.sort(start)]).astype(np.int64)
+    n_swaps = _fasterpam(D, medoids, len(fixed), max_iter) if n_clusters > len(fixed) else 0
+    labels, nearest = assign(D[medoids])
+    return KMedoidsResult(medoids, labels, float(nearest.sum()), int(n_swaps))
+
+
+def assign(medoid_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's nearest medoid (first on ties) and its distance, from the medoids' rows."""
+    labels = np.argmin(medoid_rows, axis=0)
+    return labels, medoid_rows[labels, np.arange(medoid_rows.shape[1])]
+
+
+@numba.njit(cache=True, nogil=True)
+def _nearest_two_of(D, medoids, o, near, second, dn, ds):
+    # Nearest and second-nearest medoid of point o, ties to the earlier position.
+    dn[o] = np.inf
+    ds[o] = np.inf
+    near[o] = -1
+    second[o] = -1
+    for p in range(medoids.shape[0]):
+        d = D[medoids[p], o]
+        if d < dn[o]:
+            ds[o] = dn[o]
+            second[o] = near[o]
+            dn[o] = d
+            near[o] = p
+        elif d < ds[o]:
+            ds[o] = d
+            second[o] = p
+
+
+@numba.njit(cache=True, nogil=True)
+def _after_swap(D, medoids, p, x, near, second, dn, ds):
+    # Medoid position p now holds x: update the caches in O(n), falling back to a
+    # full O(k) scan only for points that lost their nearest or second medoid.
+    row = D[x]
+    for o in range(D.shape[0]):
+        d = row[o]
+        if near[o] == p:
+            if d <= ds[o]:
+                dn[o] = d
+            else:
+                _nearest_two_of(D, medoids, o, near, second, dn, ds)
+        elif d < dn[o]:
+            second[o] = near[o]
+            ds[o] = dn[o]
+            near[o] = p
+            dn[o] = d
+        elif second[o] == p:
+            if d <= ds[o]:
+                ds[o] = d
+            else:
+                _nearest_two_of(D, medoids, o, near, second, dn, ds)
+        elif d < ds[o]:
+            second[o] = p
+            ds[o] = d
+
+
+@numba.njit(cache=True, nogil=True)
+def _fasterpam(D, medoids, n_fixed, max_iter):
+    n = D.shape[0]
+    k = medoids.shape[0]
+    is_medoid = np.zeros(n, dtype=np.bool_)
+    for p in range(k):
+        is_medoid[medoids[p]] = True
+    near = np.empty(n, dtype=np.int64)
+    second = np.empty(n, dtype=np.int64)
+    dn = np.empty(n)
+    ds = np.empty(n)
+    for o in range(n):
+        _nearest_two_of(D, medoids, o, near, second, dn, ds)
+    removal = np.zeros(k)
+    for o in range(n):
+        removal[near[o]] += ds[o] - dn[o]
+    scale = 0.0
+    for o in range(n):
+        scale += dn[o]
+    tol = 1e-12 * max(scale, 1.0)
+    delta = np.empty(k)
+    n_swaps = 0
+    since_swap = 0
+    x = 0
+    for _ in range(max_iter * n):
+        if since_swap >= n:
+            break
+        since_swap += 1
+        if not is_medoid[x]:
+            row = D[x]
+            shared = 0.0
+            for p in range(k):
+                delta[p] = removal[p]
+            for o in range(n):
+                d = row[o]
+                if d >= ds[o]:  # most points: x is farther than both nearest medoids
+                    continue
+                if d < dn[o]:
+                    shared += d - dn[o]
+                    delta[near[o]] += dn[o] - ds[o]
+                else:
+                    delta[near[o]] += d - ds[o]
+            best = n_fixed
+            for p in range(n_fixed + 1, k):
+                if delta[p] < delta[best]:
+                    best = p
+            if delta[best] + shared < -tol:
+                is_medoid[medoids[best]] = False
+                is_medoid[x] = True
+                medoids[best] = x
+                n_swaps += 1
+                since_swap = 0
+                _after_swap(D, medoids, best, x, near, second, dn, ds)
+                for p in range(k):
+                    removal[p] = 0.0
+                for o in range(n):
+                    removal[near[o]] += ds[o] - dn[o]
+        x += 1
+        if x == n:
+            x = 0
+    return n_swaps

@@ -1,0 +1,61 @@
+"""Target models' hidden results, revealed only for the items a method asks about."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import TailoredBenchError
+
+
+class Oracle:
+    """Reveals target results item by item and records what was asked.
+
+    Every method in a simulation sees the targets only through an oracle, so what
+    it measures is what a user with a real model can do: a method that asks for
+    more than ``budget`` distinct items of a target fails loudly.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_targets, n_items)
+        The targets' full 0/1 results (hidden from the method).
+    budget : int, optional
+        Most distinct items any target may be asked; ``None`` for no limit.
+
+    Examples
+    --------
+    >>> oracle = Oracle(np.array([[1, 0, 1], [0, 0, 1]]), budget=2)
+    >>> oracle.ask([0, 2]).tolist()
+    [[1.0, 1.0], [0.0, 1.0]]
+    >>> oracle.spent().tolist()
+    [2, 2]
+    """
+
+    def __init__(self, values: np.ndarray, budget: int | None = None):
+        self._values = np.asarray(values, dtype=np.float64)
+        self.budget = budget
+        self._asked = np.zeros(self._values.shape, dtype=bool)
+
+    @property
+    def n_targets(self) -> int:
+        return self._values.shape[0]
+
+    @property
+    def n_items(self) -> int:
+        return self._values.shape[1]
+
+    def ask(self, items, targets=None) -> np.ndarray:
+        """Results of ``targets`` (all when ``None``) on ``items``: shape (len(targets), len(items))."""
+        items = np.asarray(items, dtype=np.int64)
+        rows = np.arange(self.n_targets) if targets is None else np.asarray(targets, dtype=np.int64).reshape(-1)
+        self._asked[np.ix_(rows, items)] = True
+        if self.budget is not None:
+            over = self._asked[rows].sum(axis=1) > self.budget
+            if over.any():
+                raise TailoredBenchError(
+                    f"a method asked for more than its budget of {self.budget} items of target {rows[over][0]}"
+                )
+        return self._values[np.ix_(rows, items)]
+
+    def spent(self) -> np.ndarray:
+        """Number of distinct items asked of each target."""
+        return self._asked.sum(axis=1)

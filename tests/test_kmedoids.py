@@ -1,0 +1,128 @@
+"""K-Medoids and distances against brute force on tiny inputs."""
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+from tailoredbench.errors import TailoredBenchError
+from tailoredbench.kmedoids import (
+    DISTANCES,
+    binary_distances,
+    k_medoids,
+    standardize,
+    weighted_hamming,
+)
+
+
+def cost(D, medoids):
+    return D[np.asarray(medoids)].min(axis=0).sum()
+
+
+def brute_force_pam(D, k, fixed=()):
+    """The optimal medoid set containing ``fixed``, by enumeration."""
+    free = [i for i in range(len(D)) if i not in set(fixed)]
+    best = None
+    for extra in combinations(free, k - len(fixed)):
+        c = cost(D, [*fixed, *extra])
+        if best is None or c < best[0] - 1e-12:
+            best = (c, [*fixed, *extra])
+    return best
+
+
+def random_distances(rng, n, dim=2):
+    X = rng.normal(size=(n, dim))
+    return cdist(X, X, "cityblock")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_result_is_a_swap_local_optimum(seed):
+    rng = np.random.default_rng(seed)
+    D = random_distances(rng, 9)
+    result = k_medoids(D, 3, random_state=seed)
+    assert np.isclose(result.cost, cost(D, result.medoids))
+    # no single swap of a medoid with a non-medoid improves the cost
+    for p in range(3):
+        for x in set(range(9)) - set(result.medoids.tolist()):
+            trial = result.medoids.copy()
+            trial[p] = x
+            assert cost(D, trial) >= result.cost - 1e-9
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_matches_brute_force_on_separated_clusters(seed):
+    rng = np.random.default_rng(seed)
+    centres = np.array([[0, 0], [20, 0], [0, 20]])
+    X = np.vstack([c + rng.normal(size=(4, 2)) for c in centres])
+    D = cdist(X, X)
+    optimum, _ = brute_force_pam(D, 3)
+    assert np.isclose(k_medoids(D, 3, random_state=seed).cost, optimum)
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_fixed_medoids_never_move_and_rest_is_locally_optimal(seed):
+    rng = np.random.default_rng(seed)
+    D = random_distances(rng, 10)
+    fixed = [7, 2]
+    result = k_medoids(D, 4, fixed=fixed, random_state=seed)
+    assert result.medoids[:2].tolist() == fixed
+    assert len(set(result.medoids.tolist())) == 4
+    for p in (2, 3):
+        for x in set(range(10)) - set(result.medoids.tolist()):
+            trial = result.medoids.copy()
+            trial[p] = x
+            assert cost(D, trial) >= result.cost - 1e-9
+    optimum, _ = brute_force_pam(D, 4, fixed)
+    assert result.cost >= optimum - 1e-9
+
+
+def test_fixed_medoids_win_ties():
+    X = np.array([0.0, 2.0, 1.0, 5.0])
+    D = np.abs(X[:, None] - X[None, :])
+    # point 2 (at 1.0) is equally far from medoids 0 and 1; fixed medoid 0 comes first
+    result = k_medoids(D, 2, fixed=[0, 1])
+    assert result.labels.tolist() == [0, 1, 0, 1]
+
+
+def test_all_fixed_and_seed_reproducibility(rng):
+    D = random_distances(rng, 30)
+    assert k_medoids(D, 3, fixed=[1, 2, 3]).medoids.tolist() == [1, 2, 3]
+    a = k_medoids(D, 5, random_state=7)
+    b = k_medoids(D, 5, random_state=7)
+    assert a.medoids.tolist() == b.medoids.tolist()
+
+
+def test_bad_arguments():
+    D = np.zeros((4, 4))
+    with pytest.raises(TailoredBenchError):
+        k_medoids(D, 5)
+    with pytest.raises(TailoredBenchError):
+        k_medoids(D, 1, fixed=[0, 1])
+    with pytest.raises(TailoredBenchError):
+        k_medoids(np.zeros((3, 4)), 2)
+
+
+def test_weighted_hamming_is_manhattan_of_standardized(rng):
+    X = (rng.random((50, 12)) < 0.3).astype(float)
+    X[:, 3] = 1.0  # a constant column scales by 1 and never differs
+    expected = cdist(standardize(X), standardize(X), "cityblock")
+    assert np.allclose(binary_distances(X, "manhattan"), expected)
+    assert np.allclose(binary_distances(X, "euclidean"), cdist(standardize(X), standardize(X)))
+    w = rng.random(12)
+    Y = (rng.random((7, 12)) < 0.5).astype(float)
+    brute = np.array([[np.sum(w * (a != b)) for b in Y] for a in X])
+    assert np.allclose(weighted_hamming(X, w, Y), brute)
+
+
+@pytest.mark.parametrize("metric", ["cosine", "correlation"])
+def test_angular_distances_match_scipy(rng, metric):
+    X = (rng.random((40, 9)) < 0.5).astype(float)
+    Z = standardize(X)
+    assert np.allclose(binary_distances(X, metric), cdist(Z, Z, metric), atol=1e-10)
+
+
+def test_distance_names():
+    assert DISTANCES == ("manhattan", "euclidean", "cosine", "correlation")
+    with pytest.raises(TailoredBenchError, match="unknown distance"):
+        binary_distances(np.zeros((3, 3)), "braycurtis")
