@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     for jobs in (1, 2):
         seconds, _ = timed(f"budget 20, 20 runs, jobs={jobs}", benchmark=bench, budgets=[20], runs=20, n_jobs=jobs)
         results[f"seconds_per_run_budget20_jobs{jobs}"] = seconds / 20
-    seconds, sim = timed(
+    seconds, _ = timed(
         f"grid: budgets 20-40, {grid_runs} runs, jobs=2",
         benchmark=bench,
         budgets=[20, 25, 30, 35, 40],
