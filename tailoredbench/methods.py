@@ -19,6 +19,10 @@ from .errors import TailoredBenchError
 
 METHODS: dict[str, str] = {
     "tailoredbench": "tailoredbench.tailored",
+    "random": "tailoredbench.baselines.random",
+    "anchor_points": "tailoredbench.baselines.anchor_points",
+    "gp_irt": "tailoredbench.baselines.gp_irt",
+    "random_regression": "tailoredbench.baselines.random_regression",
 }
 
 

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 REPORTS = ROOT / "reports"
 
-ALL_METHODS = ["tailoredbench"]
+ALL_METHODS = ["tailoredbench", "random", "anchor_points", "gp_irt", "random_regression"]
 
 #: Per benchmark: the parameter literals and a sentence on the data.
 BENCHMARK_NOTEBOOKS: dict[str, dict] = {

@@ -147,7 +147,7 @@ def simulate(
     if runs < 1:
         raise TailoredBenchError(f"runs must be at least 1, got {runs}")
     check_inputs(bench, budgets, g_size, methods)
-    options = {"g_size": g_size, "distance": distance}
+    options = {"g_size": g_size, "distance": distance, "budgets": budgets}
     source, target = bench.source.values, bench.target.values
     prepared = {name: get_method(name).prepare(source, **options) for name in methods}
 

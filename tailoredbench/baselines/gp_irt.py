@@ -1,0 +1,237 @@
+"""gp-IRT (Maia Polo et al., tinyBenchmarks, ICML 2024).
+
+F. Maia Polo, L. Weber, L. Choshen, Y. Sun, G. Xu, M. Yurochkin. *tinyBenchmarks:
+evaluating LLMs with fewer examples*, ICML 2024.
+
+1. A multidimensional 2PL IRT model, ``P(correct) = sigmoid(a_j . theta_m - b_j)``,
+   is fitted on the source models (L-BFGS on the joint likelihood with Gaussian
+   priors); its dimension is chosen from {2, 5, 10} on held-out source models.
+2. Anchors: KMeans with ``budget`` clusters on the item parameters ``[a_j, b_j]``;
+   each cluster's anchor is the item nearest its centroid, weighted by cluster size.
+3. A target's ability ``theta`` is fitted on its anchor results (MAP under the same
+   prior, so that all-correct or all-wrong answers stay finite).
+4. p-IRT: ``lambda_p * mean(seen) + (1 - lambda_p) * mean IRT probability of the
+   unseen items``, ``lambda_p = n_seen / n_items``.
+5. gp-IRT: ``lambda * anchor estimate + (1 - lambda) * p-IRT`` with
+   ``lambda = b^2 / (b^2 + v / (4 n))``: ``b`` is p-IRT's mean absolute error on
+   held-out source models at that budget, ``v`` the mean over source models of the
+   variance of their per-item correctness, ``n`` the budget.
+
+The fit depends only on the source models and the settings, so it is cached on disk
+(keyed by the data's hash and the settings) and shared by every run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import expit
+from threadpoolctl import threadpool_limits
+
+from . import rng_for
+
+DIMENSIONS = (2, 5, 10)
+#: Gaussian prior precisions of abilities, discriminations and difficulties.
+PRIOR = {"theta": 1.0, "a": 1.0, "b": 0.1}
+VALIDATION_SHARE = 0.2
+CACHE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class IRTModel:
+    """Item parameters of a fitted multidimensional 2PL model (and the fitted abilities)."""
+
+    a: np.ndarray  # (n_items, dim)
+    b: np.ndarray  # (n_items,)
+    theta: np.ndarray  # (n_models, dim)
+
+    def probabilities(self, theta: np.ndarray, items=None) -> np.ndarray:
+        a, b = (self.a, self.b) if items is None else (self.a[items], self.b[items])
+        return expit(np.atleast_2d(theta) @ a.T - b)
+
+
+def fit_irt(Y: np.ndarray, dim: int, *, seed: int = 0, max_iter: int = 3000) -> IRTModel:
+    """Fit ``P(Y[m, j] = 1) = sigmoid(a_j . theta_m - b_j)`` by penalised maximum likelihood.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> theta, b = rng.normal(size=(300, 1)), rng.normal(size=20)
+    >>> Y = (rng.random((300, 20)) < expit(theta @ np.ones((1, 20)) - b)).astype(float)
+    >>> model = fit_irt(Y, 1)
+    >>> bool(np.corrcoef(model.b, b)[0, 1] > 0.95)
+    True
+    """
+    n_models, n_items = Y.shape
+    rng = np.random.default_rng(seed)
+    start = np.concatenate([rng.normal(0, 0.1, n_models * dim), rng.normal(0, 0.1, n_items * dim), np.zeros(n_items)])
+    # start difficulties at the logit of each item's failure rate
+    rate = np.clip(Y.mean(axis=0), 0.02, 0.98)
+    start[(n_models + n_items) * dim :] = -np.log(rate / (1 - rate))
+
+    def unpack(x):
+        theta = x[: n_models * dim].reshape(n_models, dim)
+        a = x[n_models * dim : (n_models + n_items) * dim].reshape(n_items, dim)
+        return theta, a, x[(n_models + n_items) * dim :]
+
+    def loss(x):
+        theta, a, b = unpack(x)
+        Z = theta @ a.T - b
+        # softplus and sigmoid from one exponential: log(1 + e^Z) = max(Z, 0) + log1p(e^-|Z|)
+        e = np.exp(-np.abs(Z))
+        nll = (np.maximum(Z, 0.0) + np.log1p(e)).sum() - (Y * Z).sum()
+        R = np.where(Z >= 0, 1.0, e) / (1.0 + e) - Y
+        penalty = 0.5 * (PRIOR["theta"] * (theta**2).sum() + PRIOR["a"] * (a**2).sum() + PRIOR["b"] * (b**2).sum())
+        grad = np.concatenate(
+            [
+                (R @ a + PRIOR["theta"] * theta).ravel(),
+                (R.T @ theta + PRIOR["a"] * a).ravel(),
+                -R.sum(axis=0) + PRIOR["b"] * b,
+            ]
+        )
+        return nll + penalty, grad
+
+    # Multi-threaded BLAS is several times slower on these thin matrices (measured).
+    with threadpool_limits(limits=1, user_api="blas"):
+        result = minimize(loss, start, jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
+    theta, a, b = unpack(result.x)
+    return IRTModel(a.copy(), b.copy(), theta.copy())
+
+
+def fit_abilities(Y_seen: np.ndarray, a: np.ndarray, b: np.ndarray, iterations: int = 50) -> np.ndarray:
+    """MAP abilities of many models on the same seen items, by batched Newton steps.
+
+    Parameters
+    ----------
+    Y_seen : ndarray of shape (n_models, n_seen)
+    a : ndarray of shape (n_seen, dim)
+    b : ndarray of shape (n_seen,)
+    """
+    n_models, dim = Y_seen.shape[0], a.shape[1]
+    theta = np.zeros((n_models, dim))
+    eye = PRIOR["theta"] * np.eye(dim)
+    for _ in range(iterations):
+        P = expit(theta @ a.T - b)
+        grad = (P - Y_seen) @ a + PRIOR["theta"] * theta
+        W = P * (1 - P)
+        H = np.einsum("mj,jd,je->mde", W, a, a) + eye
+        step = np.linalg.solve(H, grad[..., None])[..., 0]
+        # damped: a Newton step of the convex penalised likelihood, capped for safety
+        norm = np.linalg.norm(step, axis=1, keepdims=True)
+        theta -= step * np.minimum(1.0, 2.0 / np.maximum(norm, 1e-12))
+        if np.abs(step).max() < 1e-8:
+            break
+    return theta
+
+
+def anchors(model: IRTModel, budget: int, random_state) -> tuple[np.ndarray, np.ndarray]:
+    """KMeans anchors on ``[a_j, b_j]``: item indices and cluster-size weights (summing to 1)."""
+    from sklearn.cluster import KMeans
+
+    features = np.column_stack([model.a, model.b])
+    seed = int(random_state.integers(2**31 - 1)) if isinstance(random_state, np.random.Generator) else random_state
+    kmeans = KMeans(n_clusters=budget, n_init=1, random_state=seed).fit(features)
+    sizes = np.bincount(kmeans.labels_, minlength=budget)
+    distance = ((features[:, None, :] - kmeans.cluster_centers_[None, :, :]) ** 2).sum(axis=2)
+    chosen = np.empty(budget, dtype=np.int64)
+    taken = np.zeros(len(features), dtype=bool)
+    for c in np.argsort(-sizes, kind="stable"):  # distinct anchors; big clusters choose first
+        order = np.argsort(distance[:, c], kind="stable")
+        chosen[c] = order[~taken[order]][0]
+        taken[chosen[c]] = True
+    return chosen, sizes / len(features)
+
+
+def estimates(model: IRTModel, anchor_items, weights, Y_anchor, lam: float) -> dict[str, np.ndarray]:
+    """Anchor-weighted, p-IRT and gp-IRT estimates of models with results ``Y_anchor``."""
+    n_items = len(model.b)
+    theta = fit_abilities(Y_anchor, model.a[anchor_items], model.b[anchor_items])
+    unseen = np.setdiff1d(np.arange(n_items), anchor_items)
+    lam_p = len(anchor_items) / n_items
+    p_irt = lam_p * Y_anchor.mean(axis=1) + (1 - lam_p) * model.probabilities(theta, unseen).mean(axis=1)
+    anchor_estimate = Y_anchor @ weights
+    return {"anchor": anchor_estimate, "p_irt": p_irt, "gp_irt": lam * anchor_estimate + (1 - lam) * p_irt}
+
+
+def _cache_path(source: np.ndarray, budgets) -> object:
+    from ..datasets.files import cache_dir
+
+    settings = {
+        "dims": DIMENSIONS,
+        "prior": PRIOR,
+        "val": VALIDATION_SHARE,
+        "budgets": sorted(budgets),
+        "v": CACHE_VERSION,
+    }
+    digest = hashlib.sha256(np.ascontiguousarray(source, dtype=np.uint8).tobytes())
+    digest.update(repr(source.shape).encode())
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    return cache_dir() / "irt" / f"{digest.hexdigest()[:24]}.npz"
+
+
+def _select(source: np.ndarray, budgets) -> tuple[int, dict[int, float], dict]:
+    """Dimension with the lowest p-IRT error on held-out sources, and that error per budget."""
+    n = source.shape[0]
+    order = np.random.default_rng(0).permutation(n)
+    n_val = max(2, round(VALIDATION_SHARE * n))
+    val, train = order[:n_val], order[n_val:]
+    truth = source[val].mean(axis=1)
+    errors = {}
+    for dim in DIMENSIONS:
+        model = fit_irt(source[train], dim)
+        errors[dim] = {}
+        for budget in budgets:
+            items, weights = anchors(model, budget, 0)
+            p_irt = estimates(model, items, weights, source[val][:, items], 0.0)["p_irt"]
+            errors[dim][budget] = float(np.mean(np.abs(p_irt - truth)))
+    best = min(DIMENSIONS, key=lambda d: np.mean(list(errors[d].values())))
+    return best, errors[best], {str(d): e for d, e in errors.items()}
+
+
+def prepare(source: np.ndarray, *, budgets=(20, 25, 30, 35, 40), **_) -> dict:
+    """Fit (or load from the cache) the IRT model, its dimension and the lambda inputs."""
+    budgets = sorted(int(b) for b in budgets)
+    path = _cache_path(source, budgets)
+    if path.is_file():
+        stored = np.load(path, allow_pickle=False)
+        model = IRTModel(stored["a"], stored["b"], stored["theta"])
+        meta = json.loads(str(stored["meta"]))
+    else:
+        dim, bias, all_errors = _select(source, budgets)
+        model = fit_irt(source, dim)
+        meta = {"dim": dim, "bias": {str(k): v for k, v in bias.items()}, "validation_mae": all_errors}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(tmp, a=model.a, b=model.b, theta=model.theta, meta=json.dumps(meta))
+        tmp.replace(path)
+    accuracy = source.mean(axis=1)
+    return {
+        "model": model,
+        "bias": {int(k): v for k, v in meta["bias"].items()},
+        "variance": float(np.mean(accuracy * (1 - accuracy))),
+        "meta": meta,
+    }
+
+
+def weight(prepared: dict, budget: int) -> float:
+    """lambda = b^2 / (b^2 + v / (4 n)), as in tinyBenchmarks."""
+    bias = prepared["bias"].get(budget)
+    if bias is None:  # a budget the fit was not validated at: nearest validated one
+        nearest = min(prepared["bias"], key=lambda b: abs(b - budget))
+        bias = prepared["bias"][nearest]
+    return bias**2 / (bias**2 + prepared["variance"] / (4 * budget))
+
+
+def run(prepared, source, oracles, key, **_) -> dict[int, np.ndarray]:
+    """New KMeans anchors per run and budget (seeded), shared by all targets."""
+    out = {}
+    for budget, oracle in oracles.items():
+        items, weights = anchors(prepared["model"], budget, rng_for(key, budget, stream=3))
+        out[budget] = estimates(prepared["model"], items, weights, oracle.ask(items), weight(prepared, budget))[
+            "gp_irt"
+        ]
+    return out

@@ -1,0 +1,115 @@
+"""Each baseline on hand-made matrices whose answer is known."""
+
+import json
+
+import numpy as np
+import pytest
+from conftest import synthetic_matrix
+from scipy.special import expit
+
+from tailoredbench.baselines import anchor_points, gp_irt, random, random_regression
+from tailoredbench.cli import main
+from tailoredbench.methods import METHODS
+from tailoredbench.oracle import Oracle
+
+
+def test_random_is_the_mean_on_its_items():
+    target = synthetic_matrix(6, 50, 1)
+    oracle = Oracle(target, 10)
+    estimate = random.run({}, None, {10: oracle}, (0, 0))[10]
+    items = np.flatnonzero(oracle._asked[0])
+    assert len(items) == 10 and (oracle.spent() == 10).all()
+    assert np.allclose(estimate, target[:, items].mean(axis=1))
+
+
+def distinct_patterns(n_models, n_groups, group_sizes, seed):
+    """Items that come in groups of identical, non-constant columns."""
+    rng = np.random.default_rng(seed)
+    while True:
+        patterns = (rng.random((n_models, n_groups)) < 0.5).astype(float)
+        corr = np.corrcoef(patterns.T)
+        if patterns.std(axis=0).min() > 0 and np.abs(corr[np.triu_indices(n_groups, 1)]).max() < 0.99:
+            break
+    columns = np.repeat(np.arange(n_groups), group_sizes)
+    return patterns[:, columns]
+
+
+def test_anchor_points_with_one_cluster_per_pattern_is_exact():
+    sizes = [7, 3, 12, 1, 5]
+    data = distinct_patterns(30, 5, sizes, seed=2)
+    source, target = data[:20], data[20:]
+    prepared = anchor_points.prepare(source)
+    for run in range(5):
+        estimate = anchor_points.run(prepared, source, {5: Oracle(target, 5)}, (run, 0))[5]
+        assert np.allclose(estimate, target.mean(axis=1))
+
+
+def test_anchor_points_weights_sum_to_one():
+    corr = anchor_points.item_correlation(synthetic_matrix(20, 40, 3))
+    weights = anchor_points.anchor_weights(corr, np.array([0, 5, 9]))
+    assert np.isclose(weights.sum(), 1.0)
+
+
+def test_ridge_matches_scikit_learn():
+    from sklearn.linear_model import Ridge
+
+    rng = np.random.default_rng(0)
+    X, y = rng.random((40, 8)), rng.random(40)
+    coef, intercept = random_regression.ridge(X, y, 10.0)
+    reference = Ridge(alpha=10.0).fit(X, y)
+    assert np.allclose(coef, reference.coef_) and np.isclose(intercept, reference.intercept_)
+
+
+def test_random_regression_uses_the_same_items_as_random():
+    data = synthetic_matrix(40, 60, 4)
+    source, target = data[:20], data[20:]
+    a, b = Oracle(target, 15), Oracle(target, 15)
+    random.run({}, source, {15: a}, (1, 2))
+    estimate = random_regression.run(random_regression.prepare(source), source, {15: b}, (1, 2))[15]
+    assert (a._asked == b._asked).all()
+    assert ((estimate >= 0) & (estimate <= 1)).all()
+
+
+def test_irt_recovers_known_item_parameters():
+    rng = np.random.default_rng(1)
+    n_models, n_items, dim = 600, 40, 2
+    theta = rng.normal(size=(n_models, dim))
+    a = np.abs(rng.normal(1.0, 0.3, size=(n_items, dim)))
+    b = rng.normal(size=n_items)
+    truth = expit(theta @ a.T - b)
+    Y = (rng.random(truth.shape) < truth).astype(float)
+    model = gp_irt.fit_irt(Y, dim)
+    fitted = expit(model.theta @ model.a.T - model.b)
+    assert np.mean(np.abs(fitted - truth)) < 0.08
+    assert np.corrcoef(model.b, b)[0, 1] > 0.95
+    # abilities of new models from a subset of items, by the batched Newton fit
+    items = np.arange(0, 40, 2)
+    abilities = gp_irt.fit_abilities(Y[:50, items], model.a[items], model.b[items])
+    assert abilities.shape == (50, dim) and np.isfinite(abilities).all()
+
+
+def test_gp_irt_prepare_is_cached_and_lambda_follows_the_formula(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path))
+    source = synthetic_matrix(40, 80, 5)
+    first = gp_irt.prepare(source, budgets=[10, 20])
+    assert list(tmp_path.glob("irt/*.npz"))
+    second = gp_irt.prepare(source, budgets=[10, 20])
+    assert np.array_equal(first["model"].a, second["model"].a)
+    assert first["meta"]["dim"] in gp_irt.DIMENSIONS
+    bias, v = first["bias"][20], first["variance"]
+    assert np.isclose(gp_irt.weight(first, 20), bias**2 / (bias**2 + v / 80))
+    oracle = Oracle(synthetic_matrix(10, 80, 6), 20)
+    estimate = gp_irt.run(first, source, {20: oracle}, (0, 0))[20]
+    assert (oracle.spent() == 20).all() and np.isfinite(estimate).all()
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_method_runs_through_the_cli_deterministically(method, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path))
+    args = ["simulate", "--benchmark", "gsm8k", "--method", method, "--budget", "20", "--runs", "2", "--json"]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert main(args) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert first["method"] == method and first["mae"] == second["mae"]
+    assert 0 < first["mae"] < 0.15
