@@ -79,7 +79,7 @@ def _hamming_from_gram(G, row_norm, col_norm, same):
             G[i, i] = 0.0
 
 
-def binary_distances(X: np.ndarray, metric: str = "manhattan") -> np.ndarray:
+def binary_distances(X: np.ndarray, metric: str = "manhattan", rows: np.ndarray | None = None) -> np.ndarray:
     """Distances between the rows of a 0/1 matrix after z-scoring each column.
 
     Parameters
@@ -87,6 +87,8 @@ def binary_distances(X: np.ndarray, metric: str = "manhattan") -> np.ndarray:
     X : ndarray of shape (n_points, n_features)
         0/1 values; rows are the points (items or models), columns their coordinates.
     metric : {"manhattan", "euclidean", "cosine", "correlation"}
+    rows : ndarray of shape (m, n_features), optional
+        Compute distances between these rows instead, z-scored with ``X``'s columns.
 
     Returns
     -------
@@ -101,12 +103,13 @@ def binary_distances(X: np.ndarray, metric: str = "manhattan") -> np.ndarray:
     [0.0, 2.0, 2.0, 4.0]
     """
     X = np.asarray(X, dtype=np.float64)
+    R = X if rows is None else np.asarray(rows, dtype=np.float64)
+    mean, std = column_scale(X)
     if metric in ("manhattan", "euclidean"):
-        _, std = column_scale(X)
         if metric == "manhattan":
-            return weighted_hamming(X, 1.0 / std)
-        return np.sqrt(weighted_hamming(X, 1.0 / std**2))
-    return np.round(dense_distances(standardize(X), metric), 9)
+            return weighted_hamming(R, 1.0 / std)
+        return np.sqrt(weighted_hamming(R, 1.0 / std**2))
+    return np.round(dense_distances((R - mean) / std, check_distance(metric)), 9)
 
 
 def dense_distances(Z: np.ndarray, metric: str) -> np.ndarray:
@@ -157,6 +160,7 @@ def k_medoids(
     n_clusters: int,
     *,
     fixed=(),
+    weights=None,
     random_state=None,
     max_iter: int = 100,
 ) -> KMedoidsResult:
@@ -170,6 +174,9 @@ def k_medoids(
         Total number of medoids, fixed ones included.
     fixed : sequence of int, optional
         Points that are medoids throughout; they come first in the result, in this order.
+    weights : ndarray of shape (n,), optional
+        Point multiplicities: the cost is ``sum_i weights[i] * d(i, nearest medoid)``.
+        The initial free medoids are drawn with probability proportional to them.
     random_state : int, sequence of int or numpy Generator, optional
         Seeds the random choice of the initial free medoids.
     max_iter : int, default 100
@@ -206,12 +213,88 @@ def k_medoids(
     if not len(fixed) <= n_clusters <= n:
         raise TailoredBenchError(f"cannot choose {n_clusters} medoids ({len(fixed)} fixed) among {n} points")
     rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
+    weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     free_pool = np.setdiff1d(np.arange(n), fixed)
-    start = rng.choice(free_pool, n_clusters - len(fixed), replace=False)
+    n_free = n_clusters - len(fixed)
+    start = (
+        rng.choice(free_pool, n_free, replace=False, p=weights[free_pool] / weights[free_pool].sum()) if n_free else []
+    )
     medoids = np.concatenate([fixed, np.sort(start)]).astype(np.int64)
-    n_swaps = _fasterpam(D, medoids, len(fixed), max_iter) if n_clusters > len(fixed) else 0
+    n_swaps = _fasterpam(D, weights, medoids, len(fixed), max_iter) if n_clusters > len(fixed) else 0
     labels, nearest = assign(D[medoids])
-    return KMedoidsResult(medoids, labels, float(nearest.sum()), int(n_swaps))
+    return KMedoidsResult(medoids, labels, float(nearest @ weights), int(n_swaps))
+
+
+@dataclass(frozen=True)
+class BinaryPoints:
+    """The rows of a 0/1 matrix as points to cluster, identical rows merged.
+
+    Rows with the same 0/1 pattern are at distance 0 under every metric, so K-Medoids
+    runs on the distinct patterns weighted by their counts: the same objective on a
+    much smaller matrix when few columns define the embedding (e.g. 5 source models
+    give at most 32 patterns for 8910 POPE items).
+    """
+
+    pattern: np.ndarray  # (n,) each row's pattern
+    counts: np.ndarray  # (u,) rows per pattern
+    distances: np.ndarray  # (u, u) between patterns, z-scored on all n rows
+
+    @property
+    def n_points(self) -> int:
+        return len(self.pattern)
+
+
+def binary_points(X: np.ndarray, metric: str = "manhattan") -> BinaryPoints:
+    """Merge identical rows of ``X`` and compute :func:`binary_distances` between the patterns."""
+    X = np.asarray(X, dtype=np.float64)
+    patterns, first, pattern, counts = np.unique(X, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    # Number patterns by first occurrence, not lexicographically: FasterPAM's eager
+    # swaps scan points in order, and a sorted order (all-wrong patterns first) biases
+    # which of equally good medoid sets it reaches (measured: +10% MAE on GSM8K).
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return BinaryPoints(rank[pattern.reshape(-1)], counts[order], binary_distances(X, metric, rows=patterns[order]))
+
+
+def k_medoids_binary(
+    points: BinaryPoints, n_clusters: int, *, fixed=(), random_state=None, max_iter: int = 100
+) -> KMedoidsResult:
+    """K-Medoids of the rows behind ``points`` (FasterPAM on the weighted patterns).
+
+    Each free medoid pattern is represented by a random row of that pattern. If there
+    are fewer distinct patterns than medoids, the remaining medoids are random further
+    rows: they duplicate a pattern already chosen and, losing ties to it, own no items.
+    Labels and medoids are row indices, fixed medoids first; ties go to the earlier medoid.
+
+    Examples
+    --------
+    >>> X = np.array([[0, 0], [0, 0], [1, 1], [1, 1], [1, 0]], dtype=float)
+    >>> result = k_medoids_binary(binary_points(X), 2, fixed=[0], random_state=0)
+    >>> result.medoids[0], sorted(set(result.labels.tolist()))
+    (np.int64(0), [0, 1])
+    """
+    rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
+    fixed = np.asarray(fixed, dtype=np.int64).reshape(-1)
+    n = points.n_points
+    if not len(fixed) <= n_clusters <= n:
+        raise TailoredBenchError(f"cannot choose {n_clusters} medoids ({len(fixed)} fixed) among {n} points")
+    fixed_patterns = list(dict.fromkeys(points.pattern[fixed].tolist()))
+    n_patterns = len(points.counts)
+    k = len(fixed_patterns) + min(n_clusters - len(fixed), n_patterns - len(fixed_patterns))
+    result = k_medoids(
+        points.distances, k, fixed=fixed_patterns, weights=points.counts, random_state=rng, max_iter=max_iter
+    )
+    # A random row of each pattern, not the first: which of identical items a target is
+    # asked is then part of each run's randomness rather than fixed by item order.
+    chosen = [int(rng.choice(np.flatnonzero(points.pattern == p))) for p in result.medoids[len(fixed_patterns) :]]
+    missing = n_clusters - len(fixed) - len(chosen)
+    if missing:
+        pool = np.setdiff1d(np.arange(n), np.concatenate([fixed, chosen]))
+        chosen += rng.choice(pool, missing, replace=False).tolist()
+    medoids = np.concatenate([fixed, np.asarray(chosen, dtype=np.int64)])
+    labels, nearest = assign(points.distances[points.pattern[medoids]][:, points.pattern])
+    return KMedoidsResult(medoids, labels, float(nearest.sum()), result.n_swaps)
 
 
 def assign(medoid_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -267,7 +350,7 @@ def _after_swap(D, medoids, p, x, near, second, dn, ds):
 
 
 @numba.njit(cache=True, nogil=True)
-def _fasterpam(D, medoids, n_fixed, max_iter):
+def _fasterpam(D, w, medoids, n_fixed, max_iter):
     n = D.shape[0]
     k = medoids.shape[0]
     is_medoid = np.zeros(n, dtype=np.bool_)
@@ -281,10 +364,10 @@ def _fasterpam(D, medoids, n_fixed, max_iter):
         _nearest_two_of(D, medoids, o, near, second, dn, ds)
     removal = np.zeros(k)
     for o in range(n):
-        removal[near[o]] += ds[o] - dn[o]
+        removal[near[o]] += w[o] * (ds[o] - dn[o])
     scale = 0.0
     for o in range(n):
-        scale += dn[o]
+        scale += w[o] * dn[o]
     tol = 1e-12 * max(scale, 1.0)
     delta = np.empty(k)
     n_swaps = 0
@@ -304,10 +387,10 @@ def _fasterpam(D, medoids, n_fixed, max_iter):
                 if d >= ds[o]:  # most points: x is farther than both nearest medoids
                     continue
                 if d < dn[o]:
-                    shared += d - dn[o]
-                    delta[near[o]] += dn[o] - ds[o]
+                    shared += w[o] * (d - dn[o])
+                    delta[near[o]] += w[o] * (dn[o] - ds[o])
                 else:
-                    delta[near[o]] += d - ds[o]
+                    delta[near[o]] += w[o] * (d - ds[o])
             best = n_fixed
             for p in range(n_fixed + 1, k):
                 if delta[p] < delta[best]:
@@ -322,7 +405,7 @@ def _fasterpam(D, medoids, n_fixed, max_iter):
                 for p in range(k):
                     removal[p] = 0.0
                 for o in range(n):
-                    removal[near[o]] += ds[o] - dn[o]
+                    removal[near[o]] += w[o] * (ds[o] - dn[o])
         x += 1
         if x == n:
             x = 0

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import TailoredBenchError
-from .kmedoids import binary_distances, check_distance, k_medoids
+from .kmedoids import BinaryPoints, binary_distances, binary_points, check_distance, k_medoids_binary
 from .oracle import Oracle
 
 #: K-Medoids passes; FasterPAM converges in a handful on these data.
@@ -37,7 +37,7 @@ def g_set(
     *,
     distance: str = "manhattan",
     random_state=None,
-    item_distances: np.ndarray | None = None,
+    points: BinaryPoints | None = None,
 ) -> np.ndarray:
     """The G-set: ``g_size`` medoid items of the source models' correctness.
 
@@ -52,8 +52,8 @@ def g_set(
     distance : {"manhattan", "euclidean", "cosine", "correlation"}
     random_state : int, sequence of int or Generator, optional
         Seeds the initial medoids.
-    item_distances : ndarray of shape (n_items, n_items), optional
-        Precomputed ``binary_distances(source.T, distance)``; it depends only on the
+    points : BinaryPoints, optional
+        Precomputed ``binary_points(source.T, distance)``; it depends only on the
         source models, so a simulation computes it once for all runs.
 
     Returns
@@ -68,11 +68,11 @@ def g_set(
     >>> g_set(source, 4, random_state=0).shape
     (4,)
     """
-    if item_distances is None:
-        item_distances = binary_distances(np.asarray(source, dtype=float).T, check_distance(distance))
-    if not 0 < g_size < item_distances.shape[0]:
+    if points is None:
+        points = binary_points(np.asarray(source, dtype=float).T, check_distance(distance))
+    if not 0 < g_size < points.n_points:
         raise TailoredBenchError(f"g_size={g_size} must be between 1 and the item count - 1")
-    result = k_medoids(item_distances, g_size, random_state=random_state, max_iter=MAX_ITER)
+    result = k_medoids_binary(points, g_size, random_state=random_state, max_iter=MAX_ITER)
     return np.sort(result.medoids)
 
 
@@ -138,7 +138,7 @@ def n_set(
     *,
     distance: str = "manhattan",
     random_state=None,
-    item_distances: np.ndarray | None = None,
+    points: BinaryPoints | None = None,
 ) -> NSet:
     """Extend the G-set to ``budget`` items by K-Medoids on the native sources' embedding.
 
@@ -157,8 +157,8 @@ def n_set(
     distance : {"manhattan", "euclidean", "cosine", "correlation"}
     random_state : int, sequence of int or Generator, optional
         Seeds the initial free medoids.
-    item_distances : ndarray, optional
-        Precomputed ``binary_distances(native.T, distance)``, shared across budgets.
+    points : BinaryPoints, optional
+        Precomputed ``binary_points(native.T, distance)``, shared across budgets.
 
     Returns
     -------
@@ -172,10 +172,10 @@ def n_set(
     >>> probe.medoids[:2].tolist(), len(probe.medoids)
     ([3, 17], 6)
     """
-    if item_distances is None:
-        item_distances = binary_distances(np.asarray(native, dtype=float).T, check_distance(distance))
-    check_budget(budget, len(g_items), item_distances.shape[0])
-    result = k_medoids(item_distances, budget, fixed=g_items, random_state=random_state, max_iter=MAX_ITER)
+    if points is None:
+        points = binary_points(np.asarray(native, dtype=float).T, check_distance(distance))
+    check_budget(budget, len(g_items), points.n_points)
+    result = k_medoids_binary(points, budget, fixed=g_items, random_state=random_state, max_iter=MAX_ITER)
     return NSet(result.medoids, result.labels)
 
 
@@ -229,8 +229,8 @@ _G_STREAM, _N_STREAM = 0, 1
 
 
 def prepare(source: np.ndarray, *, distance: str = "manhattan", **_) -> dict:
-    """Work shared by all runs: the item distances under the full source embedding."""
-    return {"item_distances": binary_distances(source.T, check_distance(distance))}
+    """Work shared by all runs: the items as points under the full source embedding."""
+    return {"points": binary_points(source.T, check_distance(distance))}
 
 
 def run(
@@ -245,14 +245,14 @@ def run(
 ) -> dict[int, np.ndarray]:
     """One repetition for all targets and budgets; returns ``{budget: estimates}``.
 
-    The G-set, the native sources and the native item distances are computed once
+    The G-set, the native sources and the native item embedding are computed once
     and serve every budget.
     """
     budgets = sorted(oracles)
     any_oracle = oracles[budgets[0]]
     for budget in budgets:
         check_budget(budget, g_size, source.shape[1])
-    g_items = g_set(source, g_size, random_state=_rng(key, _G_STREAM), item_distances=prepared["item_distances"])
+    g_items = g_set(source, g_size, random_state=_rng(key, _G_STREAM), points=prepared["points"])
     g_target = any_oracle.ask(g_items)
     for budget in budgets[1:]:
         oracles[budget].ask(g_items)
@@ -260,10 +260,10 @@ def run(
     estimates = {b: np.empty(any_oracle.n_targets) for b in budgets}
     for t, rows in enumerate(neighbours):
         native = source[rows]
-        D = binary_distances(native.T, distance)
+        points = binary_points(native.T, distance)
         native_mean = native.mean(axis=0)
         for budget in budgets:
-            probe = n_set(native, g_items, budget, random_state=_rng(key, _N_STREAM, t, budget), item_distances=D)
+            probe = n_set(native, g_items, budget, random_state=_rng(key, _N_STREAM, t, budget), points=points)
             y = oracles[budget].ask(probe.medoids, targets=[t])[0]
             estimates[budget][t] = calibrated_estimate(native_mean, probe, y)
     return estimates

@@ -10,7 +10,9 @@ from tailoredbench.errors import TailoredBenchError
 from tailoredbench.kmedoids import (
     DISTANCES,
     binary_distances,
+    binary_points,
     k_medoids,
+    k_medoids_binary,
     standardize,
     weighted_hamming,
 )
@@ -126,3 +128,37 @@ def test_distance_names():
     assert DISTANCES == ("manhattan", "euclidean", "cosine", "correlation")
     with pytest.raises(TailoredBenchError, match="unknown distance"):
         binary_distances(np.zeros((3, 3)), "braycurtis")
+
+
+def test_binary_points_merge_identical_rows_exactly(rng):
+    X = (rng.random((12, 4)) < 0.5).astype(float)[rng.integers(0, 12, size=60)]  # many duplicates
+    points = binary_points(X)
+    assert points.counts.sum() == 60 and len(points.counts) <= 12
+    full = binary_distances(X)
+    assert np.allclose(points.distances[points.pattern][:, points.pattern], full)
+    # patterns are numbered by first occurrence
+    assert points.pattern[0] == 0 and np.all(np.diff(np.unique(points.pattern, return_index=True)[1]) > 0)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_weighted_patterns_reach_a_local_optimum_of_the_full_problem(seed):
+    rng = np.random.default_rng(seed)
+    X = (rng.random((9, 5)) < 0.5).astype(float)[rng.integers(0, 9, size=40)]
+    points = binary_points(X)
+    D = binary_distances(X)
+    fixed = [3]
+    result = k_medoids_binary(points, 4, fixed=fixed, random_state=seed)
+    assert result.medoids[0] == 3 and len(set(result.medoids.tolist())) == 4
+    assert np.isclose(result.cost, cost(D, result.medoids))
+    for p in (1, 2, 3):
+        for x in set(range(40)) - set(result.medoids.tolist()):
+            trial = result.medoids.copy()
+            trial[p] = x
+            assert cost(D, trial) >= result.cost - 1e-9
+
+
+def test_fewer_patterns_than_medoids_pads_with_distinct_rows():
+    X = np.array([[0.0], [1.0]])[np.arange(20) % 2]  # two patterns, twenty rows
+    result = k_medoids_binary(binary_points(X), 5, fixed=[0], random_state=0)
+    assert len(set(result.medoids.tolist())) == 5 and result.medoids[0] == 0
+    assert result.cost == 0.0

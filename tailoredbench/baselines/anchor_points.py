@@ -20,7 +20,7 @@ def item_correlation(source: np.ndarray) -> np.ndarray:
 
     Examples
     --------
-    >>> item_correlation(np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])).tolist()
+    >>> np.round(item_correlation(np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])), 6).tolist()
     [[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
     """
     centred = source - source.mean(axis=0)

@@ -1,0 +1,472 @@
+"""POPE (MSCOCO) built from raw answer files of public LVLM runs.
+
+POPE (Li et al., *Evaluating Object Hallucination in Large Vision-Language Models*,
+EMNLP 2023) asks yes/no questions about COCO images: 9000 items in three splits
+(random, popular, adversarial; 3000 each). No public models x items matrix exists, so
+this module builds one from 22 runs whose answer files are mirrored upstream (see the
+data registry), following the mirror's ``POPE.md``:
+
+* items in canonical order: ``index = offset(split) + question_id - 1`` in
+  ``ustc-hyin/cd_rethink/data/coco/coco_pope_<split>.json``, gold label its ``label``;
+* each answer file is mapped to items by one of five rules (LLaVA question ids,
+  POPE question ids, image and question text, EasonAI's restarting ids, or position);
+* answers are parsed as POPE's own ``eval_pope.py`` does (text before the first ".",
+  commas removed, "no" if a token is ``No``, ``no`` or ``not``, else "yes");
+* every run's answered count and accuracy are checked against the published table,
+  and a mismatch is a :class:`~tailoredbench.errors.DataError`;
+* runs flagged there are excluded (a CLIP baseline, and three InternVL2 runs whose
+  images were evidently missing).
+
+Unanswered items: the matrix is the *complete block*, the runs that answered every
+item of LLaVA's 8910-question version (all but 90 random "no" items) and those 8910
+items, so no value is imputed. That leaves 10 runs of 5 checkpoints, far fewer
+models than the paper's POPE split; the notebook says what this can and cannot show.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataError
+from .files import fetch, lookup
+from .matrix import ResponseMatrix
+
+SPLITS = ("random", "popular", "adversarial")
+OFFSET = {"random": 0, "popular": 3000, "adversarial": 6000}
+N_ITEMS = 9000
+
+_CANON = "ustc-hyin/cd_rethink"
+_LQ = ("Haoming2000/VLM-Benchmarks", "playground/data/eval/pope/llava_pope_test.jsonl")
+_MQ = ("Marcowky/LLaVA", "playground/data/eval/pope/llava_pope_test.jsonl")
+_HM = "playground/data/eval/pope/answers/"
+_MK = "playground/data/eval/pope/answers/"
+_CR = "outputs/pope/baseline/llava-7b-coco-{}-{}.jsonl"
+_SG = "image_eval/pope/answers/"
+_SV = "seva/pope_result/llava_loraft_dpo_our_ocrlv8kfilter{}_r1024_a2048/pope_{}.jsonl"
+_SV_VARIANT = {"d800": "4k_diffu800_textvqa8kfilter6k_diffu800", "d500": "_diffu500_textvqa8kfilter_diffu500"}
+_CS = "experiments/output/"
+_SUFFIXES = ("Answer the question using a single word or phrase.", "Please just answer yes or no.")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of one model on POPE: its files, how they map to items, and the published check."""
+
+    row: int
+    name: str
+    model: str
+    mapping: str  # L, P, I, E or V
+    files: tuple  # ((repo, path, split or None), ...)
+    answered: int
+    accuracy: float
+    questions: tuple | None = None  # (repo, path) of the LLaVA question file for mapping L
+    exclude: str = ""
+
+
+def _per_split(repo, template, *args) -> tuple:
+    return tuple((repo, template.format(*args, s if s != "adversarial" else "adv"), s) for s in SPLITS)
+
+
+RUNS: tuple[Run, ...] = (
+    Run(
+        0,
+        "official LLaVA eval answers",
+        "LLaVA-1.5-13B",
+        "L",
+        ((_LQ[0], _HM + "llava-v1.5-13b.jsonl", None),),
+        8910,
+        0.8697,
+        _LQ,
+    ),
+    Run(
+        1,
+        "Haoming2000, partial",
+        "LLaVA-1.5-7B",
+        "L",
+        ((_LQ[0], _HM + "llava-v1.5-7b.jsonl", None),),
+        5712,
+        0.8654,
+        _LQ,
+    ),
+    Run(
+        2,
+        "Marcowky",
+        "LLaVA-1.6-Vicuna-7B",
+        "L",
+        ((_MQ[0], _MK + "llava-v1.6-vicuna-7b.jsonl", None),),
+        9000,
+        0.8762,
+        _MQ,
+    ),
+    Run(
+        3,
+        "CLIP 'There is (no) X' (vit file)",
+        "CLIP ViT-L/14-336",
+        "L",
+        ((_MQ[0], _MK + "llava-v1.6-vicuna-7b-vit.jsonl", None),),
+        9000,
+        0.4588,
+        _MQ,
+        exclude="a CLIP text-similarity baseline, not an LVLM (below chance, 83% yes)",
+    ),
+    Run(
+        4,
+        "cd_rethink greedy",
+        "LLaVA-1.5-7B",
+        "P",
+        tuple((_CANON, _CR.format(s, "greedy"), s) for s in SPLITS),
+        9000,
+        0.8541,
+    ),
+    Run(
+        5,
+        "cd_rethink sampling",
+        "LLaVA-1.5-7B",
+        "P",
+        tuple((_CANON, _CR.format(s, "sample"), s) for s in SPLITS),
+        9000,
+        0.8173,
+    ),
+    Run(
+        6,
+        "SmoothGuard normal",
+        "llava-1.5-7b-hf",
+        "L",
+        (("GuangzhiSu/SmoothGuard", _SG + "llava_on_pope/llava-Instruct-normal.jsonl", None),),
+        8910,
+        0.8575,
+        _LQ,
+    ),
+    Run(
+        7,
+        "SmoothGuard randomized smoothing",
+        "llava-1.5-7b-hf",
+        "L",
+        (("GuangzhiSu/SmoothGuard", _SG + "llava_on_pope/llava-Instruct-new.jsonl", None),),
+        8910,
+        0.8167,
+        _LQ,
+    ),
+    Run(
+        8,
+        "SmoothGuard normal",
+        "Qwen2.5-VL-7B-Instruct",
+        "L",
+        (("GuangzhiSu/SmoothGuard", _SG + "qwen_on_pope/Qwen2.5-VL-7B-Instruct-normal.jsonl", None),),
+        8910,
+        0.8486,
+        _LQ,
+    ),
+    Run(
+        9,
+        "SmoothGuard randomized smoothing",
+        "Qwen2.5-VL-7B-Instruct",
+        "L",
+        (("GuangzhiSu/SmoothGuard", _SG + "qwen_on_pope/Qwen2.5-VL-7B-Instruct-new.jsonl", None),),
+        8910,
+        0.8741,
+        _LQ,
+    ),
+    Run(
+        10,
+        "ClearSight (VAF)",
+        "LLaVA-1.5-7B",
+        "P",
+        (("ustc-hyin/ClearSight", "outputs/inference/res_coco_random.jsonl", "random"),),
+        3000,
+        0.8977,
+    ),
+    Run(
+        11, "SeVa DPO diffu800", "SeVa-7B", "P", _per_split("Kevinz-code/SeVa", _SV, _SV_VARIANT["d800"]), 9000, 0.8667
+    ),
+    Run(
+        12, "SeVa DPO diffu500", "SeVa-7B", "P", _per_split("Kevinz-code/SeVa", _SV, _SV_VARIANT["d500"]), 9000, 0.8692
+    ),
+    Run(
+        13,
+        "cs263 VCD code, no CD",
+        "LLaVA-1.5-7B",
+        "I",
+        tuple(
+            ("ruichenZz/cs263-final-project", _CS + f"llava15_coco_pope_{s}_seed55.jsonl", s.split("_")[0])
+            for s in ("random_answers_no_cd", "popular_answers_no_cd", "adversarial_answers_no_cd2")
+        ),
+        6500,
+        0.8043,
+    ),
+    Run(
+        14,
+        "cs263 + VCD, partial",
+        "LLaVA-1.5-7B",
+        "I",
+        tuple(
+            ("ruichenZz/cs263-final-project", _CS + f"llava15_coco_pope_{s}_answers_with_cd_seed55.jsonl", s)
+            for s in ("popular", "adversarial")
+        ),
+        675,
+        0.8163,
+    ),
+    Run(
+        15,
+        "cs263 sampling",
+        "LLaVA-LLaMA-2-13B-chat-preview (v1)",
+        "I",
+        (("ruichenZz/cs263-final-project", _CS + "my/llava1_coco_pope_popular_answers_no_cd_seed55.jsonl", "popular"),),
+        3000,
+        0.5853,
+    ),
+    Run(
+        16,
+        "cs263 + VCD",
+        "LLaVA-LLaMA-2-13B-chat-preview (v1)",
+        "I",
+        (
+            (
+                "ruichenZz/cs263-final-project",
+                _CS + "my/llava1_coco_pope_popular_answers_with_cd_seed55.jsonl",
+                "popular",
+            ),
+        ),
+        3000,
+        0.5923,
+    ),
+    Run(
+        17,
+        "EasonAI free-form prompt",
+        "LLaVA-1.5-7B",
+        "E",
+        (("EasonAI-5589/LLaVA-Eval", "pope/answers/llava-v1.5-7b.jsonl", None),),
+        5742,
+        0.8299,
+    ),
+    Run(
+        18,
+        "SURf",
+        "SURf-7B",
+        "P",
+        (("GasolSun36/SURf", "output/coco_pope_popular_results.jsonl", "popular"),),
+        3000,
+        0.8793,
+    ),
+    Run(
+        19,
+        "base",
+        "InternVL2-4B",
+        "V",
+        (("VigneshPreetham/lvlm_hallucinate", "internvl_base_pope_responses.json", "adversarial"),),
+        3000,
+        0.4910,
+        exclude="at chance and uncorrelated with the labels (images evidently wrong or missing)",
+    ),
+    Run(
+        20,
+        "+ RAM tags",
+        "InternVL2-4B",
+        "V",
+        (("VigneshPreetham/lvlm_hallucinate", "internvl_RAM_pope_responses.json", "adversarial"),),
+        3000,
+        0.7497,
+        exclude="shares the base run's broken pipeline; its signal may come from the RAM tags alone",
+    ),
+    Run(
+        21,
+        "+ RAM tags, 2-step",
+        "InternVL2-4B",
+        "V",
+        (("VigneshPreetham/lvlm_hallucinate", "POPE/internvl_2xPrompting_RAM_pope_responses.json", "adversarial"),),
+        3000,
+        0.7223,
+        exclude="shares the base run's broken pipeline; its signal may come from the RAM tags alone",
+    ),
+)
+
+
+def normalise_question(text: str) -> str:
+    """The question as a matching key: first line, prompt suffixes and typos removed.
+
+    Examples
+    --------
+    >>> normalise_question("Is there a cat in the imange?\\\\nAnswer the question using a single word or phrase.")
+    'Is there a cat in the image?'
+    """
+    text = text.replace("\\n", "\n").split("\n")[0]
+    for suffix in _SUFFIXES:
+        text = text.replace(suffix, "")
+    return " ".join(text.split()).replace("imange", "image")
+
+
+def parse_yes_no(answer: str) -> str:
+    """POPE's rule: text before the first ".", commas removed, "no" if a token is No/no/not.
+
+    Examples
+    --------
+    >>> parse_yes_no("No, there is no cat."), parse_yes_no("Yes"), parse_yes_no("There is not.")
+    ('no', 'yes', 'no')
+    """
+    tokens = answer.split(".")[0].replace(",", "").split(" ")
+    return "no" if any(t in ("No", "no", "not") for t in tokens) else "yes"
+
+
+def _jsonl(path: Path) -> list[dict]:
+    try:
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: not JSON Lines ({err})") from None
+
+
+def _fetch_jsonl(repo: str, path: str) -> list[dict]:
+    return _jsonl(fetch(repo, path))
+
+
+@dataclass(frozen=True)
+class Items:
+    labels: np.ndarray  # 1 for "yes", 0 for "no", canonical order
+    keys: dict  # (split, image, normalised question) -> index
+    images: list
+    questions: list
+
+
+def canonical_items() -> Items:
+    """The 9000 items in canonical order, with gold labels and matching keys."""
+    labels = np.empty(N_ITEMS)
+    keys, images, questions = {}, [None] * N_ITEMS, [None] * N_ITEMS
+    for split in SPLITS:
+        records = _fetch_jsonl(_CANON, f"data/coco/coco_pope_{split}.json")
+        if len(records) != 3000:
+            raise DataError(f"{_CANON}: coco_pope_{split}.json has {len(records)} lines, expected 3000")
+        for line, record in enumerate(records, start=1):
+            if record["question_id"] != line:
+                raise DataError(f"{_CANON}: coco_pope_{split}.json line {line} has question_id {record['question_id']}")
+            index = OFFSET[split] + line - 1
+            labels[index] = record["label"] == "yes"
+            key = (split, record["image"], normalise_question(record["text"]))
+            if key in keys:
+                raise DataError(f"{_CANON}: duplicate item {key}")
+            keys[key] = index
+            images[index], questions[index] = record["image"], record["text"]
+    return Items(labels, keys, images, questions)
+
+
+def _answer_text(record: dict) -> str:
+    return record["text"] if "text" in record else record["answer"]
+
+
+def _map_run(run: Run, items: Items) -> np.ndarray:
+    """The run's parsed answers (1 yes, 0 no) per canonical item, NaN where unanswered."""
+    answers = np.full(N_ITEMS, np.nan)
+
+    def put(index, record, where):
+        if not np.isnan(answers[index]):
+            raise DataError(f"{where}: item {index} answered twice")
+        answers[index] = parse_yes_no(_answer_text(record)) == "yes"
+
+    for repo, path, split in run.files:
+        where = f"{repo}/{path}"
+        if run.mapping == "V":
+            text = fetch(repo, path).read_text()
+            records = json.loads(text) if text.lstrip().startswith("[") else _jsonl(fetch(repo, path))
+            for j, record in enumerate(records):
+                put(OFFSET["adversarial"] + j, record, where)
+            continue
+        records = _fetch_jsonl(repo, path)
+        if run.mapping == "P":
+            for record in records:
+                put(OFFSET[split] + record["question_id"] - 1, record, where)
+        elif run.mapping == "I":
+            for record in records:
+                key = (split, record["image"], normalise_question(record["prompt"]))
+                if key not in items.keys:
+                    raise DataError(f"{where}: no POPE item matches {key}")
+                put(items.keys[key], record, where)
+        elif run.mapping == "L":
+            questions = {q["question_id"]: q for q in _fetch_jsonl(*run.questions)}
+            for record in records:
+                q = questions[record["question_id"]]
+                put(items.keys[(q["category"], q["image"], normalise_question(q["text"]))], record, where)
+        elif run.mapping == "E":
+            test = _fetch_jsonl("EasonAI-5589/LLaVA-Eval", "pope/coco_test.jsonl")
+            by_split, segment, previous = {}, -1, None
+            order = []
+            for q in test:  # ids restart in each split of coco_test.jsonl
+                if q["question_id"] == 1:
+                    order.append(q["category"])
+                by_split[(q["category"], q["question_id"])] = q
+            for record in records:
+                if previous is None or record["question_id"] < previous:
+                    segment += 1
+                previous = record["question_id"]
+                q = by_split[(order[segment], record["question_id"])]
+                put(items.keys[(q["category"], q["image"], normalise_question(q["text"]))], record, where)
+        else:  # pragma: no cover - the table above holds only these mappings
+            raise DataError(f"unknown POPE mapping {run.mapping!r}")
+    return answers
+
+
+def run_correctness(runs=RUNS) -> tuple[np.ndarray, Items]:
+    """Correctness (1, 0, NaN unanswered) of every run on the 9000 items, each run checked.
+
+    Raises
+    ------
+    DataError
+        A run's answered count or accuracy differs from the published table.
+    """
+    items = canonical_items()
+    rows = []
+    for run in runs:
+        answers = _map_run(run, items)
+        answered = ~np.isnan(answers)
+        correct = np.where(answered, answers == items.labels, np.nan)
+        accuracy = float(np.nanmean(correct))
+        if answered.sum() != run.answered or round(accuracy, 4) != run.accuracy:
+            raise DataError(
+                f"POPE run {run.row} ({run.name}): {answered.sum()} answered at accuracy {accuracy:.4f}, "
+                f"expected {run.answered} at {run.accuracy:.4f}; {run.files[0][0]}/{run.files[0][1]}"
+            )
+        rows.append(correct)
+    return np.vstack(rows), items
+
+
+def load_pope_matrix() -> tuple[ResponseMatrix, dict]:
+    """The complete block of usable runs x items, and its provenance."""
+    correctness, _ = run_correctness()
+    usable = [i for i, run in enumerate(RUNS) if not run.exclude]
+    answered = ~np.isnan(correctness)
+    llava_items = answered[0]  # row 0 answered exactly LLaVA's 8910 questions
+    complete = [i for i in usable if answered[i, llava_items].all()]
+    columns = np.flatnonzero(answered[complete].all(axis=0))
+    models = tuple(f"r{RUNS[i].row:02d} {RUNS[i].model} ({RUNS[i].name})" for i in complete)
+    matrix = ResponseMatrix(
+        correctness[np.ix_(complete, columns)], models, tuple(int(c) for c in columns), source="POPE answer files"
+    )
+    files = []
+    for run in RUNS:
+        pairs = [(repo, path) for repo, path, _ in run.files]
+        if run.questions:
+            pairs.append(run.questions)
+        for repo, path in pairs:
+            entry = lookup(repo, path)
+            files.append(
+                {
+                    "repo": repo,
+                    "commit": entry.commit,
+                    "path": path,
+                    "sha256": entry.sha256,
+                    "licence": entry.licence,
+                    "run": run.row,
+                }
+            )
+    info = {
+        "description": "POPE (MSCOCO, random/popular/adversarial) built from raw answer files of public LVLM runs: "
+        f"the complete block of {len(complete)} runs x {len(columns)} items (runs that answered every question "
+        "of LLaVA's 8910-question version); far fewer models than the paper's POPE split.",
+        "runs_checked": len(RUNS),
+        "runs_excluded": {RUNS[i].row: RUNS[i].exclude for i in range(len(RUNS)) if RUNS[i].exclude},
+        "runs_partial_left_out": [RUNS[i].row for i in usable if i not in complete],
+        "item_ids": "canonical index = offset + question_id - 1 (random 0, popular 3000, adversarial 6000)",
+        "files": files,
+    }
+    return matrix, info
