@@ -185,3 +185,97 @@ def write_report(sim, directory: str | Path, *, title: str = "", **extra) -> dic
         seconds_per_run=sim.seconds_per_run,
         **extra,
     )
+
+
+def code_is_current(commit: str | None, path: str | Path | None = None) -> bool:
+    """Whether ``commit`` (from a metrics.json) has the same package, notebooks and registry as HEAD."""
+    if not commit or commit.endswith("-dirty"):
+        return False
+    cwd = Path(path or Path(__file__).resolve().parent)
+    try:
+        diff = subprocess.run(
+            ["git", "diff", "--quiet", commit, "HEAD", "--", "tailoredbench", "notebooks", "data"], cwd=cwd
+        )
+    except OSError:
+        return False
+    return diff.returncode == 0
+
+
+def collect(reports_dir: str | Path, names) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Summaries of several benchmark reports in one table, and one row of provenance per report."""
+    frames, meta = [], []
+    for name in names:
+        path = Path(reports_dir) / name / "metrics.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: run the {name} notebook first")
+        record = json.loads(path.read_text())
+        frame = pd.DataFrame(record["summary"])
+        frame.insert(0, "benchmark", name)
+        frames.append(frame)
+        bench = record["benchmark"]
+        meta.append(
+            {
+                "benchmark": name,
+                "n_source": bench["n_source"],
+                "n_target": bench["n_target"],
+                "n_items": bench["n_items"],
+                "runs": record["parameters"]["runs"],
+                "git_commit": record["git_commit"],
+                "from_current_code": code_is_current(record["git_commit"]),
+            }
+        )
+    return pd.concat(frames, ignore_index=True), pd.DataFrame(meta)
+
+
+def paper_comparison(table: pd.DataFrame, paper: dict, budget: int = 30) -> pd.DataFrame:
+    """At ``budget``: our best baseline and TailoredBench MAE beside the paper's."""
+    rows = []
+    for name, (paper_baseline, paper_tailored) in paper.items():
+        ours = table[(table["benchmark"] == name) & (table["budget"] == budget)]
+        if ours.empty:
+            continue
+        baselines = ours[~ours["method"].str.startswith("tailored")]
+        best = baselines.loc[baselines["mae"].idxmin()]
+        tailored = ours[ours["method"] == "tailoredbench"].iloc[0]
+        rows.append(
+            {
+                "benchmark": name,
+                "paper best baseline": paper_baseline,
+                "paper TailoredBench": paper_tailored,
+                "paper reduction": 1 - paper_tailored / paper_baseline,
+                "our best baseline": f"{best['mae']:.3f} ({best['method']})",
+                "our TailoredBench": round(float(tailored["mae"]), 3),
+                "our reduction": 1 - tailored["mae"] / best["mae"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def plot_main_figure(table: pd.DataFrame, path: str | Path):
+    """MAE and tau against budget, one column per benchmark, one line per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="notebook")
+    long = table.melt(id_vars=["benchmark", "budget", "method"], value_vars=["mae", "kendall_tau"], var_name="metric")
+    grid = sns.relplot(
+        data=long,
+        x="budget",
+        y="value",
+        hue="method",
+        row="metric",
+        col="benchmark",
+        kind="line",
+        marker="o",
+        height=2.6,
+        aspect=1.0,
+        facet_kws={"sharey": "row", "sharex": False},
+        palette="colorblind",
+    )
+    grid.set_titles("{col_name}: {row_name}")
+    grid.savefig(path, dpi=110)
+    plt.close("all")
+    return grid.figure

@@ -1,17 +1,11 @@
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-
-# Tests read real data from the local mirror; CI sets this too.
-os.environ.setdefault("TAILOREDBENCH_DATA", str(ROOT.parent / "shared" / "data"))
-MIRROR = Path(os.environ["TAILOREDBENCH_DATA"])
-# Fitted models (gp-IRT) are cached; keep the tests' cache away from the user's.
-os.environ.setdefault("TAILOREDBENCH_CACHE", tempfile.mkdtemp(prefix="tailoredbench-test-cache-"))
+MIRROR = Path(os.environ["TAILOREDBENCH_DATA"])  # set by the top-level conftest.py
 
 
 @pytest.fixture
