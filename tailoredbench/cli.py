@@ -49,6 +49,28 @@ def _build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--tidy", help="also write the tidy per-target results to this CSV file")
     sim.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
+    plan = sub.add_parser(
+        "plan",
+        help="plan a new model's probe: --benchmark writes the G-set; --state with --samples writes the N-set",
+    )
+    start = plan.add_mutually_exclusive_group(required=True)
+    start.add_argument("--benchmark", help=f"step 1: fit on this benchmark's source models ({', '.join(BENCHMARKS)})")
+    start.add_argument("--state", help="step 2: the plan folder of step 1")
+    plan.add_argument("--task", help="lm-eval task name (default: the benchmark's name)")
+    plan.add_argument("--metric", help="per-sample metric to read (default per task, e.g. acc_norm for arc_challenge)")
+    plan.add_argument("--g-size", type=_positive_int, default=10)
+    plan.add_argument("--distance", default="manhattan")
+    plan.add_argument("--seed", type=int)
+    plan.add_argument("--out", help="step 1: plan folder to write")
+    plan.add_argument("--samples", nargs="+", help="step 2: lm-eval samples_<task>_*.jsonl files")
+    plan.add_argument("--budget", type=_positive_int, help="step 2: items in all, G-set included")
+
+    est = sub.add_parser("estimate", help="estimate a new model's accuracy from its samples on the planned items")
+    est.add_argument("--state", required=True, help="the plan folder")
+    est.add_argument("--samples", nargs="+", required=True, action="extend", help="lm-eval samples files")
+    est.add_argument("--seed", type=int, help="refuse a plan made with another seed")
+    est.add_argument("--json", action="store_true")
+
     rep = sub.add_parser("reproduce", help="execute notebooks with papermill into reports/")
     rep.add_argument("--notebook", "--benchmark", dest="notebooks", nargs="+", help="notebook names (default: all)")
     rep.add_argument("--runs", type=_positive_int, help="override the notebooks' runs")
@@ -119,6 +141,51 @@ def _simulate(args) -> int:
     return 0
 
 
+def _plan(args) -> int:
+    from .kmedoids import check_distance
+    from .workflow import NSET, PROBE, plan_native, plan_probe
+
+    if args.benchmark:
+        if not args.out:
+            raise TailoredBenchError("plan --benchmark needs --out FOLDER")
+        check_distance(args.distance)
+        state = plan_probe(
+            args.benchmark,
+            args.out,
+            task=args.task,
+            metric=args.metric,
+            g_size=args.g_size,
+            seed=args.seed or 0,
+            distance=args.distance,
+        )
+        print(f"wrote {args.out}/{PROBE}: {len(state['g_doc_ids'])} items of task {state['task']} (the G-set)")
+        print(
+            f"next: lm-eval run ... --tasks {state['task']} --samples {args.out}/{PROBE} "
+            "--log_samples --output_path OUT"
+        )
+        return 0
+    if not args.samples or not args.budget:
+        raise TailoredBenchError("plan --state needs --samples FILE... and --budget N")
+    state = plan_native(args.state, args.samples, args.budget, seed=args.seed)
+    print(
+        f"wrote {args.state}/{NSET}: {len(state['n_doc_ids'])} more items "
+        f"({len(state['native_sources'])} native source models)"
+    )
+    return 0
+
+
+def _estimate(args) -> int:
+    from .workflow import estimate
+
+    result = estimate(args.state, args.samples, seed=args.seed)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"estimated {result['task']} accuracy: {result['estimate']:.4f} from {result['budget']} items")
+        print("native source models: " + ", ".join(result["native_sources"]))
+    return 0
+
+
 def _reproduce(args) -> int:
     from .notebooks import reproduce
 
@@ -132,9 +199,8 @@ def main(argv=None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "simulate":
-            return _simulate(args)
-        return _reproduce(args)
+        command = {"simulate": _simulate, "plan": _plan, "estimate": _estimate, "reproduce": _reproduce}
+        return command[args.command](args)
     except TailoredBenchError as err:
         print(f"tailoredbench: error: {err}", file=sys.stderr)
         return 2

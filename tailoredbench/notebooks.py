@@ -241,10 +241,143 @@ def main_table_notebook():
     return _new_notebook("main_table", _MAIN_TABLE_INTRO, _parameters_cell(params), _MAIN_TABLE_CELLS)
 
 
+_TUTORIAL_INTRO = """# Tutorial: evaluate your own model on 30 items instead of 1172
+
+TailoredBench's promise is practical: a new model answers a few dozen items, chosen for *it*, and you read off
+an estimate of its accuracy on the whole benchmark. This notebook walks one real model through the four steps on
+ARC-Challenge, with the same commands you would run:
+
+1. `tailoredbench plan --benchmark arc_challenge --out plan/` picks the **G-set**, ten items every model answers;
+2. `lm-eval run ... --samples plan/probe.json --log_samples --output_path out/` runs your model on them;
+3. `tailoredbench plan --state plan/ --samples out/<model>/samples_*.jsonl --budget 30` picks the model's
+   **native source models** and the rest of its **N-set**;
+4. after a second lm-eval run on `plan/nset.json`, `tailoredbench estimate --state plan/ --samples ...` gives the
+   **calibrated estimate**.
+
+No GPU here: the model is one of the benchmark's held-out (target) models, and its recorded results are written out
+as lm-eval samples files, so the very same reading code runs. It never takes part in any fit; its true accuracy is
+only looked at in the last cell."""
+
+_TUTORIAL_CELLS = [
+    (
+        "code",
+        """import json
+from pathlib import Path
+
+from IPython.display import Markdown, display
+
+import tailoredbench as tb
+from tailoredbench import lm_eval, report, workflow
+
+out = Path(output_dir)
+(out / "figures").mkdir(parents=True, exist_ok=True)
+bench = tb.load_benchmark(benchmark)
+name = bench.target.models[model]
+recorded = bench.target.values[model]  # stands in for live lm-eval runs
+folder = name.replace("/", "__")  # lm-eval's folder name for a model
+print(f"held-out model: {name}; {bench.source.n_models} source models, {bench.n_items} items")""",
+    ),
+    (
+        "markdown",
+        """## Step 1: the G-set
+Items are embedded by the source models' correctness (each model's column z-scored) and K-Medoids picks `g_size`
+medoids: items that together stand for the whole benchmark *as the source models see it*. Every new model answers
+these first.""",
+    ),
+    (
+        "code",
+        """state = workflow.plan_probe(benchmark, out / "plan", g_size=g_size, seed=seed)
+print((out / "plan" / "probe.json").read_text())
+report.plot_probe(bench.source.values, state["g_items"], path=out / "figures" / "g_set.png");""",
+    ),
+    (
+        "markdown",
+        """## Step 2: the model answers the G-set
+With a real model: `lm-eval run --model hf --model_args pretrained=<model> --tasks arc_challenge --samples
+plan/probe.json --log_samples --output_path out/`. Here the recorded results are written in the same format.""",
+    ),
+    (
+        "code",
+        """first = lm_eval.write_samples(out / "lm_eval", folder, state["task"], state["g_doc_ids"],
+                              recorded[state["g_items"]], state["metric"], "2025-01-01T00-00-00.000001")
+print(first.relative_to(out), "->", lm_eval.read_samples(first, state["metric"]))""",
+    ),
+    (
+        "markdown",
+        """## Step 3: native source models and the N-set
+Every source model and the new one are compared on the G-set. The model keeps the source models closest to it,
+as many as the mean pairwise distance lets through: its *native sources*. They often come from its own family.
+Items are then re-embedded by the native sources only, and K-Medoids, with the G-set held fixed, adds medoids up to
+the budget: the *N-set*, tailored to this model.""",
+    ),
+    (
+        "code",
+        """state = workflow.plan_native(out / "plan", [first], budget)
+print(f"{len(state['native_sources'])} native sources, nearest first:", ", ".join(state["native_sources"][:8]), "...")
+report.plot_native_families(
+    bench.source.models, state["native_sources"], path=out / "figures" / "native_families.png"
+);""",
+    ),
+    (
+        "code",
+        """_, fitted = workflow.fitted(state)
+fitted.native_items(recorded[state["g_items"]], budget)
+report.plot_probe(bench.source.values, state["g_items"], state["n_items"], labels=fitted.probe_.labels,
+                  path=out / "figures" / "clusters.png");""",
+    ),
+    (
+        "markdown",
+        """## Step 4: the calibrated estimate
+After the second lm-eval run (`--samples plan/nset.json`), each cluster's medoid result rescales the native
+sources' mean on every item of the cluster: if the model beat its native sources on the medoid, it is credited
+on the cluster's other items too, and the other way round.""",
+    ),
+    (
+        "code",
+        """second = lm_eval.write_samples(out / "lm_eval", folder, state["task"], state["n_doc_ids"],
+                               recorded[state["n_items"]], state["metric"], "2025-01-01T01-00-00.000001")
+result = workflow.estimate(out / "plan", [first, second])
+y = recorded[fitted.probe_.medoids]
+report.plot_calibration(fitted.native_mean_, fitted.probe_, y, path=out / "figures" / "calibration.png");""",
+    ),
+    (
+        "code",
+        """true = float(recorded.mean())
+naive = float(y.mean())
+rows = [
+    ("TailoredBench estimate", result["estimate"], abs(result["estimate"] - true)),
+    ("plain mean of the same 30 items", naive, abs(naive - true)),
+    ("true accuracy (all items)", true, 0.0),
+]
+display(Markdown("| | accuracy | absolute error |\\n|---|---|---|\\n" + "\\n".join(
+    f"| {label} | {value:.3f} | {error:.3f} |" for label, value, error in rows)))
+(out / "metrics.json").write_text(json.dumps({
+    "model": name, "benchmark": benchmark, "budget": budget, "seed": seed, "estimate": result["estimate"],
+    "true_accuracy": true, "plain_mean_of_probe": naive, "native_sources": result["native_sources"],
+    "items_used": result["items_used"], "tailoredbench_version": tb.__version__,
+}, indent=1))""",
+    ),
+]
+
+
+def tutorial_notebook():
+    """The evaluate-your-own-model tutorial, as an ``nbformat`` node."""
+    params = {
+        "benchmark": "arc_challenge",
+        "model": 17,
+        "seed": 0,
+        "g_size": 10,
+        "budget": 30,
+        "output_dir": "../reports/tutorial_evaluate_your_model",
+    }
+    return _new_notebook("tutorial", _TUTORIAL_INTRO, _parameters_cell(params), _TUTORIAL_CELLS)
+
+
 def all_notebooks() -> dict:
     """Every generated notebook by name."""
     made = {name: benchmark_notebook(name) for name in BENCHMARK_NOTEBOOKS}
     made["main_table"] = main_table_notebook()
+    made["tutorial_evaluate_your_model"] = tutorial_notebook()
     return made
 
 
@@ -261,7 +394,7 @@ def write_notebooks(directory: Path = NOTEBOOKS) -> list[Path]:
 
 
 #: Order in which ``make reproduce`` executes notebooks (later ones read earlier reports).
-REPRODUCE_ORDER = [*BENCHMARK_NOTEBOOKS, "main_table"]
+REPRODUCE_ORDER = [*BENCHMARK_NOTEBOOKS, "main_table", "tutorial_evaluate_your_model"]
 
 
 def reproduce(

@@ -14,9 +14,13 @@ import pandas as pd
 METRICS = {"mae": False, "kendall_tau": True}
 
 
+#: The checkout this package runs from (git commands take their paths relative to it).
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
 def git_commit(path: str | Path | None = None) -> str | None:
-    """The checkout's commit (with ``-dirty`` when it has uncommitted changes), if any."""
-    cwd = Path(path or Path(__file__).resolve().parent)
+    """The checkout's commit, with ``-dirty`` when the package or notebooks have uncommitted changes."""
+    cwd = Path(path or CHECKOUT)
     try:
         head = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
@@ -64,6 +68,7 @@ def write_tables(summary: pd.DataFrame, directory: str | Path, name: str = "summ
     """Write ``<name>.csv`` (raw numbers), ``<name>.md`` and ``<name>.tex`` (best in bold)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    summary = summary.sort_values([*keys, "method"], kind="stable").reset_index(drop=True)
     paths = [directory / f"{name}.csv", directory / f"{name}.md", directory / f"{name}.tex"]
     summary.to_csv(paths[0], index=False, float_format="%.6g")
     paths[1].write_text(formatted(summary, "markdown", keys).to_markdown(index=False) + "\n")
@@ -99,7 +104,7 @@ def plot_budget_curves(summary: pd.DataFrame, path: str | Path, title: str = "")
             )
         ax.set_xlabel("budget (items answered per target)")
         ax.set_ylabel(label)
-    axes[1].legend(loc="lower right", fontsize="small")
+    axes[1].legend(loc="best", fontsize="small", framealpha=0.6)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -191,7 +196,7 @@ def code_is_current(commit: str | None, path: str | Path | None = None) -> bool:
     """Whether ``commit`` (from a metrics.json) has the same package, notebooks and registry as HEAD."""
     if not commit or commit.endswith("-dirty"):
         return False
-    cwd = Path(path or Path(__file__).resolve().parent)
+    cwd = Path(path or CHECKOUT)
     try:
         diff = subprocess.run(
             ["git", "diff", "--quiet", commit, "HEAD", "--", "tailoredbench", "notebooks", "data"], cwd=cwd
@@ -279,3 +284,81 @@ def plot_main_figure(table: pd.DataFrame, path: str | Path):
     grid.savefig(path, dpi=110)
     plt.close("all")
     return grid.figure
+
+
+def _axes(ncols: int = 1, width: float = 5.0, height: float = 3.6):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="notebook")
+    return plt.subplots(1, ncols, figsize=(width * ncols, height))
+
+
+def item_map(source: np.ndarray) -> np.ndarray:
+    """2-D principal components of the items embedded by z-scored source correctness."""
+    from .kmedoids import standardize
+
+    Z = standardize(source.T)
+    Z = Z - Z.mean(axis=0)
+    U, S, _ = np.linalg.svd(Z, full_matrices=False)
+    return U[:, :2] * S[:2]
+
+
+def plot_probe(source: np.ndarray, g_items, n_items=(), labels=None, path=None):
+    """The items (PCA of the source embedding) with the G-set and, if given, the N-set and its clusters."""
+    fig, ax = _axes()
+    xy = item_map(source)
+    colours = "lightgrey" if labels is None else labels
+    ax.scatter(xy[:, 0], xy[:, 1], c=colours, s=6, cmap="tab20", alpha=0.6)
+    ax.scatter(*xy[np.asarray(g_items, dtype=int)].T, marker="*", s=160, c="black", label="G-set")
+    if len(n_items):
+        ax.scatter(*xy[np.asarray(n_items, dtype=int)].T, marker="D", s=50, c="crimson", label="rest of the N-set")
+    ax.set_xlabel("item PC 1 (source models)")
+    ax.set_ylabel("item PC 2")
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot_native_families(all_sources, native, path=None):
+    """Families of the native source models against their share among all source models."""
+    from .families import model_family
+
+    fig, ax = _axes(width=7)
+    every = pd.Series([model_family(m) for m in all_sources]).value_counts(normalize=True)
+    chosen = pd.Series([model_family(m) for m in native]).value_counts(normalize=True)
+    frame = pd.DataFrame({"all sources": every, "native sources": chosen}).fillna(0).sort_values("all sources")
+    frame.plot.barh(ax=ax)
+    ax.set_xlabel("share of models")
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot_calibration(native_mean, probe, results, path=None):
+    """Per cluster: the native sources' mean on the medoid against the target's result, and the cluster size."""
+    fig, axes = _axes(ncols=2, width=5)
+    sizes = np.bincount(probe.labels, minlength=len(probe.medoids))
+    m_c = np.asarray(native_mean)[probe.medoids]
+    y = np.asarray(results, dtype=float)
+    jitter = np.random.default_rng(0).uniform(-0.04, 0.04, len(y))
+    solved = np.where(y > 0, "seagreen", "indianred")
+    axes[0].scatter(m_c, y + jitter, s=20 + sizes, c=solved, alpha=0.7)
+    axes[0].set_xlabel("native sources' mean on the medoid (m_c)")
+    axes[0].set_ylabel("target's result on the medoid (y_c)")
+    axes[0].set_title("size = cluster size")
+    scale = (y + 0.5) / (m_c + 0.5)
+    axes[1].bar(np.arange(len(y)), scale, color=solved)
+    axes[1].axhline(1.0, color="grey", lw=1)
+    axes[1].set_xlabel("cluster (G-set first)")
+    axes[1].set_ylabel("calibration factor (y_c + .5) / (m_c + .5)")
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=110)
+    return fig

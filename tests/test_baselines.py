@@ -4,9 +4,9 @@ import json
 
 import numpy as np
 import pytest
-from conftest import synthetic_matrix
 from scipy.special import expit
 
+from conftest import synthetic_matrix
 from tailoredbench.baselines import anchor_points, gp_irt, random, random_regression
 from tailoredbench.cli import main
 from tailoredbench.methods import METHODS

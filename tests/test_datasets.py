@@ -7,8 +7,8 @@ from functools import partial
 
 import numpy as np
 import pytest
-from conftest import MIRROR
 
+from conftest import MIRROR
 from tailoredbench import ResponseMatrix, load_benchmark, load_matrix, split_models
 from tailoredbench.datasets import files as reg
 from tailoredbench.errors import DataError, TailoredBenchError

@@ -5,8 +5,8 @@ import re
 
 import nbformat
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from tailoredbench import load_benchmark
 from tailoredbench.notebooks import BENCHMARK_NOTEBOOKS, REPRODUCE_ORDER, all_notebooks, reproduce
 
@@ -67,3 +67,15 @@ def test_benchmark_and_main_table_notebooks_smoke(tmp_path):
     assert compared["gsm8k"]["paper TailoredBench"] == 0.033
     assert (tmp_path / "main_table" / "tables" / "main_table.tex").is_file()
     assert (tmp_path / "main_table" / "figures" / "main_figure.png").is_file()
+
+
+@pytest.mark.notebook
+def test_tutorial_runs_the_real_workflow(tmp_path):
+    reproduce(["tutorial_evaluate_your_model"], reports_dir=tmp_path, log=lambda _: None)
+    out = tmp_path / "tutorial_evaluate_your_model"
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert len(metrics["items_used"]) == metrics["budget"] == 30
+    assert abs(metrics["estimate"] - metrics["true_accuracy"]) < 0.1
+    for figure in ("g_set", "native_families", "clusters", "calibration"):
+        assert (out / "figures" / f"{figure}.png").is_file()
+    assert (out / "plan" / "probe.json").is_file() and (out / "plan" / "nset.json").is_file()

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from conftest import synthetic_matrix
 
+from conftest import synthetic_matrix
 from tailoredbench import simulate
 
 

@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-from conftest import synthetic_matrix
 from scipy.spatial.distance import cdist
 
+from conftest import synthetic_matrix
 from tailoredbench import TailoredBench, simulate
 from tailoredbench.errors import TailoredBenchError
 from tailoredbench.kmedoids import standardize

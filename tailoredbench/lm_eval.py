@@ -1,0 +1,169 @@
+"""lm-evaluation-harness in and out: per-sample result files and ``--samples`` selections.
+
+lm-eval (EleutherAI, 0.4.x) writes one JSON Lines file per task and model when run
+with ``--log_samples``: ``<output_path>/<model>/samples_<task>_<timestamp>.jsonl``,
+one line per document with its ``doc_id`` and a value per metric (``acc``,
+``acc_norm``, ``exact_match``, ...). Its ``--samples`` option takes
+``{"<task>": [doc_id, ...]}`` (a JSON string or a path to a JSON file) and runs only
+those documents.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .datasets.matrix import ResponseMatrix
+from .errors import DataError
+
+#: The metric read by default for tasks whose benchmark the package knows.
+DEFAULT_METRIC = {
+    "arc_challenge": "acc_norm",
+    "hellaswag": "acc_norm",
+    "winogrande": "acc",
+    "gsm8k": "exact_match",
+}
+_FILE = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-.:]+)\.jsonl$")
+
+
+def task_of(path: str | Path) -> str | None:
+    """The task named by an lm-eval samples file name, if it follows lm-eval's pattern.
+
+    Examples
+    --------
+    >>> task_of("out/m/samples_arc_challenge_2025-01-02T10-11-12.123456.jsonl")
+    'arc_challenge'
+    """
+    match = _FILE.match(Path(path).name)
+    return match.group("task") if match else None
+
+
+def _metric_value(record: dict, metric: str, where: str) -> float:
+    if metric in record:
+        value = record[metric]
+    elif metric.split(",")[0] in record:  # lm-eval may suffix a filter, e.g. "exact_match,strict-match"
+        value = record[metric.split(",")[0]]
+    else:
+        keys = [k for k in record if k.startswith(metric + ",")]
+        if not keys:
+            raise DataError(f"{where}: no '{metric}' value in doc_id {record.get('doc_id')}")
+        value = record[keys[0]]
+    value = float(value[0] if isinstance(value, list) else value)
+    if value not in (0.0, 1.0):
+        raise DataError(f"{where}: '{metric}' of doc_id {record.get('doc_id')} is {value}, not 0/1")
+    return value
+
+
+def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict[int, float]:
+    """``{doc_id: 0/1}`` from one lm-eval samples file.
+
+    Raises
+    ------
+    DataError
+        The file is missing or not JSON Lines, belongs to another task (by its name),
+        repeats a doc_id, or lacks the metric.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such samples file")
+    named = task_of(path)
+    if task is not None and named is not None and named != task:
+        raise DataError(f"{path}: a samples file of task '{named}', expected '{task}'")
+    results: dict[int, float] = {}
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            raise DataError(f"{path}: line {number} is not JSON") from None
+        if "doc_id" not in record:
+            raise DataError(f"{path}: line {number} has no doc_id")
+        doc_id = int(record["doc_id"])
+        if doc_id in results:
+            raise DataError(f"{path}: doc_id {doc_id} appears twice")
+        results[doc_id] = _metric_value(record, metric, str(path))
+    if not results:
+        raise DataError(f"{path}: no samples")
+    return results
+
+
+def load_lm_eval_samples(paths: Iterable[str | Path], metric: str, task: str | None = None) -> ResponseMatrix:
+    """Per-sample files of one or many models as a models x doc_id response matrix.
+
+    The model id is the folder lm-eval wrote the file into. Several files of one model
+    (e.g. two runs on disjoint ``--samples``) are merged; every model must cover the
+    same documents.
+
+    Examples
+    --------
+    >>> import tempfile, json, os
+    >>> root = tempfile.mkdtemp()
+    >>> for model, accs in {"m1": [1, 0], "m2": [1, 1]}.items():
+    ...     os.makedirs(f"{root}/{model}")
+    ...     with open(f"{root}/{model}/samples_arc_challenge_2025-01-01T00-00-00.jsonl", "w") as f:
+    ...         for doc_id, acc in enumerate(accs):
+    ...             _ = f.write(json.dumps({"doc_id": doc_id, "acc_norm": acc}) + "\\n")
+    >>> m = load_lm_eval_samples(sorted(__import__("glob").glob(f"{root}/*/*.jsonl")), "acc_norm")
+    >>> m.models, m.values.tolist()
+    (('m1', 'm2'), [[1.0, 0.0], [1.0, 1.0]])
+    """
+    per_model: dict[str, dict[int, float]] = {}
+    tasks = set()
+    for path in paths:
+        path = Path(path)
+        named = task_of(path)
+        if named:
+            tasks.add(named)
+        if len(tasks) > 1:
+            raise DataError(f"samples of several tasks given: {', '.join(sorted(tasks))}")
+        results = read_samples(path, metric, task)
+        merged = per_model.setdefault(path.parent.name, {})
+        overlap = merged.keys() & results.keys()
+        if overlap:
+            raise DataError(f"{path}: doc_id {min(overlap)} already read for model {path.parent.name}")
+        merged.update(results)
+    if not per_model:
+        raise DataError("no samples files given")
+    doc_ids = sorted(next(iter(per_model.values())))
+    for model, results in per_model.items():
+        if sorted(results) != doc_ids:
+            raise DataError(f"model {model} covers different doc_ids from the others")
+    values = np.array([[results[d] for d in doc_ids] for results in per_model.values()])
+    return ResponseMatrix(values, tuple(per_model), tuple(doc_ids), source="lm-eval samples")
+
+
+def samples_argument(task: str, doc_ids: Sequence) -> dict:
+    """The ``--samples`` selection of lm-eval: ``{"<task>": [doc_id, ...]}``."""
+    return {task: [int(d) for d in doc_ids]}
+
+
+def parse_samples_argument(value: str) -> dict[str, list[int]]:
+    """Read a ``--samples`` value as lm-eval 0.4 does: a path to a JSON file, else a JSON string."""
+    path = Path(value)
+    text = path.read_text() if path.is_file() else value
+    selection = json.loads(text)
+    if not isinstance(selection, dict) or not all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(i, int) for i in v) for k, v in selection.items()
+    ):
+        raise ValueError("--samples must map task names to lists of integer doc indices")
+    return selection
+
+
+def write_samples(folder: str | Path, model: str, task: str, doc_ids, values, metric: str, stamp: str) -> Path:
+    """Write recorded results as an lm-eval samples file, ``<folder>/<model>/samples_<task>_<stamp>.jsonl``.
+
+    For teaching and testing: it lets recorded results stand in for a live lm-eval run,
+    so that the very same reading code runs.
+    """
+    path = Path(folder) / model / f"samples_{task}_{stamp}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [
+        json.dumps({"doc_id": int(d), "filter": "none", metric: float(v)}) for d, v in zip(doc_ids, values, strict=True)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -1,0 +1,160 @@
+"""Evaluate a new model for real: plan its probe, read its lm-eval samples, estimate.
+
+Three steps around two lm-eval runs, each leaving files in a plan folder:
+
+1. :func:`plan_probe` fits TailoredBench on a benchmark's source models and writes the
+   G-set as lm-eval's ``--samples`` selection (``probe.json``) and ``state.json``.
+2. :func:`plan_native` reads the model's samples on the G-set, picks its native source
+   models (single-target mode) and writes the rest of its N-set (``nset.json``).
+3. :func:`estimate` reads the samples on the N-set and returns the estimate.
+
+Every step refits from the pinned data with the stored seed, so the state stays small
+and a step run twice gives the same answer; run ``r`` of a simulation with seed ``s``
+is replayed by seed ``s`` here when ``r`` is 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .datasets import load_benchmark
+from .errors import TailoredBenchError
+from .lm_eval import DEFAULT_METRIC, read_samples, samples_argument
+from .tailored import TailoredBench
+
+STATE, PROBE, NSET = "state.json", "probe.json", "nset.json"
+
+
+def _write_json(path: Path, value) -> None:
+    path.write_text(json.dumps(value, indent=1) + "\n")
+
+
+def fitted(state: dict):
+    """The benchmark and the fitted :class:`TailoredBench` of a plan (refitted with its seed)."""
+    bench = load_benchmark(state["benchmark"])
+    if list(bench.source.models) != state["source_models"]:
+        raise TailoredBenchError(f"{state['benchmark']}: the source models differ from the plan's")
+    tb = TailoredBench(state["g_size"], state["distance"], random_state=(state["seed"], 0)).fit(bench.source)
+    if [int(i) for i in tb.probe_items()] != state["g_items"]:
+        raise TailoredBenchError("the G-set refitted from the data differs from the plan's")
+    return bench, tb
+
+
+def plan_probe(
+    benchmark: str,
+    out: str | Path,
+    *,
+    task: str | None = None,
+    metric: str | None = None,
+    g_size: int = 10,
+    seed: int = 0,
+    distance: str = "manhattan",
+) -> dict:
+    """Step 1: write ``probe.json`` (the G-set for lm-eval's ``--samples``) and ``state.json``."""
+    task = task or benchmark
+    bench = load_benchmark(benchmark)
+    tb = TailoredBench(g_size, distance, random_state=(seed, 0)).fit(bench.source)
+    g_items = [int(i) for i in tb.probe_items()]
+    doc_ids = [bench.source.items[i] for i in g_items]
+    state = {
+        "tailoredbench_version": __version__,
+        "benchmark": benchmark,
+        "task": task,
+        "metric": metric or DEFAULT_METRIC.get(task, "acc"),
+        "seed": seed,
+        "g_size": g_size,
+        "distance": distance,
+        "n_items": bench.n_items,
+        "source_models": list(bench.source.models),
+        "g_items": g_items,
+        "g_doc_ids": doc_ids,
+    }
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_json(out / PROBE, samples_argument(task, doc_ids))
+    _write_json(out / STATE, state)
+    return state
+
+
+def read_state(folder: str | Path, seed: int | None = None) -> dict:
+    """The plan's state, refusing one written by another package version or for another seed."""
+    path = Path(folder) / STATE
+    if not path.is_file():
+        raise TailoredBenchError(f"{path}: no plan state; run 'tailoredbench plan --benchmark ...' first")
+    try:
+        state = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise TailoredBenchError(f"{path}: not a JSON state file") from None
+    if state.get("tailoredbench_version") != __version__:
+        raise TailoredBenchError(
+            f"{path}: written by tailoredbench {state.get('tailoredbench_version')}, this is {__version__}; plan again"
+        )
+    if seed is not None and seed != state["seed"]:
+        raise TailoredBenchError(f"{path}: planned with seed {state['seed']}, not {seed}")
+    return state
+
+
+def _results(state: dict, samples, n_items_ids) -> dict[int, float]:
+    merged: dict[int, float] = {}
+    for path in samples:
+        for doc_id, value in read_samples(path, state["metric"], state["task"]).items():
+            if doc_id in merged and merged[doc_id] != value:
+                raise TailoredBenchError(f"{path}: doc_id {doc_id} has conflicting results across files")
+            merged[doc_id] = value
+    outside = sorted(set(merged) - set(n_items_ids))
+    if outside:
+        raise TailoredBenchError(f"doc_id {outside[0]} is not an item of {state['benchmark']}")
+    return merged
+
+
+def _on(results: dict, doc_ids, what: str) -> np.ndarray:
+    missing = [d for d in doc_ids if d not in results]
+    if missing:
+        raise TailoredBenchError(f"the samples lack {len(missing)} {what} doc_ids, e.g. {missing[0]}")
+    return np.array([results[d] for d in doc_ids])
+
+
+def plan_native(folder: str | Path, samples, budget: int, seed: int | None = None) -> dict:
+    """Step 2: from the samples on the G-set, write ``nset.json`` (the rest of the N-set)."""
+    folder = Path(folder)
+    state = read_state(folder, seed)
+    bench, tb = fitted(state)
+    results = _results(state, samples, bench.source.items)
+    rest = tb.native_items(_on(results, state["g_doc_ids"], "G-set"), budget)
+    doc_ids = [bench.source.items[i] for i in rest]
+    state.update(
+        budget=budget,
+        native_sources=[bench.source.models[i] for i in tb.native_sources_],
+        n_items=[int(i) for i in rest],
+        n_doc_ids=doc_ids,
+    )
+    _write_json(folder / NSET, samples_argument(state["task"], doc_ids))
+    _write_json(folder / STATE, state)
+    return state
+
+
+def estimate(folder: str | Path, samples, seed: int | None = None) -> dict:
+    """Step 3: the estimated full-benchmark accuracy from the samples on the whole N-set."""
+    state = read_state(folder, seed)
+    if "budget" not in state:
+        raise TailoredBenchError(f"{folder}: plan the N-set first ('tailoredbench plan --state ... --budget N')")
+    bench, tb = fitted(state)
+    results = _results(state, samples, bench.source.items)
+    rest = tb.native_items(_on(results, state["g_doc_ids"], "G-set"), state["budget"])
+    if [int(i) for i in rest] != state["n_items"]:
+        raise TailoredBenchError("the G-set results differ from those the N-set was planned with")
+    value = tb.estimate(_on(results, state["n_doc_ids"], "N-set"))
+    return {
+        "benchmark": state["benchmark"],
+        "task": state["task"],
+        "metric": state["metric"],
+        "estimate": value,
+        "budget": state["budget"],
+        "seed": state["seed"],
+        "items_used": state["g_doc_ids"] + state["n_doc_ids"],
+        "native_sources": state["native_sources"],
+    }

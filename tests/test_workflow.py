@@ -1,0 +1,123 @@
+"""Plan -> lm-eval samples -> plan -> samples -> estimate, through the CLI, on real ARC data."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tailoredbench import __version__, load_benchmark
+from tailoredbench.cli import main
+from tailoredbench.lm_eval import load_lm_eval_samples, parse_samples_argument, read_samples
+from tailoredbench.oracle import Oracle
+from tailoredbench.tailored import prepare, run
+
+TARGET = 17  # a held-out (target) model of the ARC split
+
+
+@pytest.fixture(scope="module")
+def arc():
+    return load_benchmark("arc_challenge")
+
+
+def write_samples(folder, model, doc_ids, row, stamp, task="arc_challenge", metric="acc_norm"):
+    """A samples file as lm-eval --log_samples writes it, from recorded results."""
+    path = folder / model / f"samples_{task}_{stamp}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        for doc_id in doc_ids:
+            record = {"doc_id": doc_id, "doc": {}, "target": "", "filter": "none", metric: float(row[doc_id])}
+            handle.write(json.dumps(record) + "\n")
+    return path
+
+
+def test_full_loop_equals_the_simulation(arc, tmp_path, capsys):
+    row = arc.target.values[TARGET]
+    plan = tmp_path / "plan"
+    assert (
+        main(["plan", "--benchmark", "arc_challenge", "--task", "arc_challenge", "--seed", "3", "--out", str(plan)])
+        == 0
+    )
+    probe = parse_samples_argument(str(plan / "probe.json"))  # as lm-eval reads --samples
+    assert list(probe) == ["arc_challenge"] and len(probe["arc_challenge"]) == 10
+    first = write_samples(tmp_path / "out", "held-out", probe["arc_challenge"], row, "2025-01-01T00-00-00.000001")
+
+    assert main(["plan", "--state", str(plan), "--samples", str(first), "--budget", "30"]) == 0
+    nset = parse_samples_argument(json.dumps(json.loads((plan / "nset.json").read_text())))
+    assert len(nset["arc_challenge"]) == 20 and not set(nset["arc_challenge"]) & set(probe["arc_challenge"])
+    second = write_samples(tmp_path / "out", "held-out", nset["arc_challenge"], row, "2025-01-01T01-00-00.000001")
+
+    capsys.readouterr()
+    assert main(["estimate", "--state", str(plan), "--samples", str(first), str(second), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert len(result["items_used"]) == 30 and result["native_sources"]
+    assert all("/" in name for name in result["native_sources"])  # leaderboard model names
+
+    # the simulation's run 0 with seed 3, for this one target
+    source = arc.source.values
+    simulated = run(prepare(source), source, {30: Oracle(row[None, :], 30)}, (3, 0), g_size=10)[30][0]
+    assert result["estimate"] == pytest.approx(simulated, abs=1e-12)
+    assert abs(result["estimate"] - row.mean()) < 0.15
+
+
+@pytest.fixture
+def planned(arc, tmp_path):
+    plan = tmp_path / "plan"
+    assert main(["plan", "--benchmark", "arc_challenge", "--out", str(plan)]) == 0
+    probe = json.loads((plan / "probe.json").read_text())["arc_challenge"]
+    return plan, probe
+
+
+def one_line_error(capsys, args, message):
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_samples_of_another_task(planned, arc, tmp_path, capsys):
+    plan, probe = planned
+    other = write_samples(tmp_path, "m", probe, arc.target.values[0], "2025-01-01T00-00-00", task="hellaswag")
+    one_line_error(
+        capsys, ["plan", "--state", str(plan), "--samples", str(other), "--budget", "30"], "task 'hellaswag'"
+    )
+
+
+def test_doc_id_outside_the_benchmark(planned, arc, tmp_path, capsys):
+    plan, probe = planned
+    row = np.concatenate([arc.target.values[0], [1.0]])
+    path = write_samples(tmp_path, "m", [*probe, 1172], row, "2025-01-01T00-00-00")
+    one_line_error(capsys, ["plan", "--state", str(plan), "--samples", str(path), "--budget", "30"], "not an item")
+
+
+def test_state_of_another_version_or_seed(planned, arc, tmp_path, capsys):
+    plan, probe = planned
+    path = write_samples(tmp_path, "m", probe, arc.target.values[0], "2025-01-01T00-00-00")
+    args = ["plan", "--state", str(plan), "--samples", str(path), "--budget", "30"]
+    one_line_error(capsys, [*args, "--seed", "5"], "planned with seed 0")
+    state = json.loads((plan / "state.json").read_text())
+    state["tailoredbench_version"] = "0.0.1"
+    (plan / "state.json").write_text(json.dumps(state))
+    one_line_error(capsys, args, f"this is {__version__}")
+
+
+def test_missing_g_set_results_and_budget(planned, arc, tmp_path, capsys):
+    plan, probe = planned
+    path = write_samples(tmp_path, "m", probe[:-1], arc.target.values[0], "2025-01-01T00-00-00")
+    one_line_error(capsys, ["plan", "--state", str(plan), "--samples", str(path), "--budget", "30"], "lack 1 G-set")
+    full = write_samples(tmp_path, "n", probe, arc.target.values[0], "2025-01-01T00-00-00")
+    one_line_error(capsys, ["plan", "--state", str(plan), "--samples", str(full), "--budget", "5"], "must exceed")
+
+
+def test_importer_errors(tmp_path):
+    row = np.ones(5)
+    a = write_samples(tmp_path, "m1", range(5), row, "2025-01-01T00-00-00")
+    b = write_samples(tmp_path, "m2", range(5), row, "2025-01-01T00-00-00", task="winogrande", metric="acc")
+    from tailoredbench.errors import DataError
+
+    with pytest.raises(DataError, match="several tasks"):
+        load_lm_eval_samples([a, b], "acc_norm")
+    with pytest.raises(DataError, match="no 'acc'"):
+        read_samples(a, "acc")
+    a.write_text(a.read_text() + json.dumps({"doc_id": 0, "acc_norm": 1.0}) + "\n")
+    with pytest.raises(DataError, match="appears twice"):
+        read_samples(a, "acc_norm")
