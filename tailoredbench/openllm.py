@@ -1,0 +1,130 @@
+"""Response matrices from the Open LLM Leaderboard "details" datasets (optional: ``tailoredbench[hub]``).
+
+The leaderboard (v1) published, per model, a Hugging Face dataset
+``open-llm-leaderboard/details_<org>__<model>`` (since moved to the
+``open-llm-leaderboard-old`` organisation) with one configuration per task, e.g.
+``harness_arc_challenge_25``, ``harness_hellaswag_10``, ``harness_winogrande_5``,
+``harness_gsm8k_5``, ``harness_truthfulqa_mc_0`` and ``harness_hendrycksTest_<subject>_5``,
+and a ``latest`` split: one row per example, in the task's example order, with the
+per-example metric either as a column (``acc``) or inside a ``metrics`` dictionary.
+That is how the paper's full 10042-item HellaSwag or 1267-item Winogrande matrices
+can be rebuilt::
+
+    from tailoredbench.openllm import build_openllm_matrix
+    matrix = build_openllm_matrix(["01-ai/Yi-34B", "mistralai/Mistral-7B-v0.1", ...], "hellaswag")
+
+Each model's vector is cached (under the package cache) after its first download.
+This machine has no network: the tests exercise the conversion on small local files
+laid out row for row like those datasets, through the ``loader`` argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from .datasets.files import cache_dir
+from .datasets.matrix import ResponseMatrix
+from .errors import DataError
+
+#: Task -> (details configuration, per-example metric), as tinyBenchmarks used them.
+TASKS = {
+    "arc_challenge": ("harness_arc_challenge_25", "acc_norm"),
+    "hellaswag": ("harness_hellaswag_10", "acc_norm"),
+    "winogrande": ("harness_winogrande_5", "acc"),
+    "gsm8k": ("harness_gsm8k_5", "acc"),
+    "truthfulqa": ("harness_truthfulqa_mc_0", "mc2"),
+}
+ORGANISATION = "open-llm-leaderboard-old"
+
+
+def details_repo(model: str, organisation: str = ORGANISATION) -> str:
+    """The details dataset of a model: ``<organisation>/details_<org>__<name>``.
+
+    Examples
+    --------
+    >>> details_repo("01-ai/Yi-34B")
+    'open-llm-leaderboard-old/details_01-ai__Yi-34B'
+    """
+    return f"{organisation}/details_{model.replace('/', '__')}"
+
+
+def hub_loader(repo: str, config: str, split: str):
+    """Rows of one details configuration, through ``datasets.load_dataset``."""
+    try:
+        from datasets import load_dataset
+    except ImportError:
+        raise DataError(
+            "build_openllm_matrix needs the optional dependency: pip install 'tailoredbench[hub]'"
+        ) from None
+    return load_dataset(repo, config, split=split).to_pandas()
+
+
+def _correctness(frame, metric: str, where: str) -> np.ndarray:
+    if metric in frame.columns:
+        values = frame[metric].to_numpy(dtype=float)
+    elif "metrics" in frame.columns:
+        try:
+            values = np.array([float(m[metric]) for m in frame["metrics"]])
+        except (KeyError, TypeError):
+            raise DataError(f"{where}: no '{metric}' in its metrics") from None
+    else:
+        raise DataError(f"{where}: neither a '{metric}' nor a 'metrics' column")
+    return values
+
+
+def build_openllm_matrix(
+    models: Sequence[str],
+    task: str,
+    *,
+    config: str | None = None,
+    metric: str | None = None,
+    split: str = "latest",
+    organisation: str = ORGANISATION,
+    loader: Callable | None = None,
+    cache: bool = True,
+) -> ResponseMatrix:
+    """A models x examples matrix of one task from the leaderboard's details datasets.
+
+    Parameters
+    ----------
+    models : sequence of str
+        Hugging Face model ids, e.g. ``"mistralai/Mistral-7B-v0.1"``.
+    task : str
+        A key of :data:`TASKS`, or any name when ``config`` and ``metric`` are given.
+    config, metric : str, optional
+        The details configuration and the per-example metric (default from :data:`TASKS`).
+    loader : callable, optional
+        ``loader(repo, config, split) -> pandas.DataFrame``; the default downloads with
+        ``datasets`` (the ``hub`` extra).
+    cache : bool, default True
+        Keep each model's vector under the package cache and reuse it.
+
+    Raises
+    ------
+    DataError
+        A model's dataset lacks the metric, models disagree on the number of examples,
+        or a value is not 0/1.
+    """
+    if task not in TASKS and (config is None or metric is None):
+        raise DataError(f"unknown task {task!r}; give config= and metric=, or one of {', '.join(TASKS)}")
+    config = config or TASKS[task][0]
+    metric = metric or TASKS[task][1]
+    loader = loader or hub_loader
+    rows = []
+    for model in models:
+        repo = details_repo(model, organisation)
+        stored = cache_dir() / "openllm" / repo / f"{config}.{split}.{metric}.npy"
+        if cache and stored.is_file():
+            rows.append(np.load(stored))
+            continue
+        values = _correctness(loader(repo, config, split), metric, f"{repo} ({config})")
+        if cache:
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            np.save(stored, values)
+        rows.append(values)
+    lengths = {len(r) for r in rows}
+    if len(lengths) != 1:
+        raise DataError(f"{task}: models have different numbers of examples {sorted(lengths)}")
+    return ResponseMatrix(np.vstack(rows), tuple(models), source=f"Open LLM Leaderboard details, {config}")
