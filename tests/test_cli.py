@@ -119,3 +119,12 @@ def test_bad_flag_values_exit_2():
     with pytest.raises(SystemExit) as stop:
         main(["simulate", "--benchmark", "gsm8k", "--runs", "0"])
     assert stop.value.code == 2
+
+
+@pytest.mark.parametrize("benchmark", ["gsm8k", "arc_challenge", "hellaswag", "winogrande", "pope", "hellaswag_full12"])
+def test_simulate_every_benchmark(benchmark, capsys):
+    args = ["simulate", "--benchmark", benchmark, "--budget", "20", "--runs", "1", "--max-models", "60", "--json"]
+    assert main(args) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["benchmark"] == benchmark and record["n_target"] >= 2
+    assert 0.0 <= record["mae"] < 0.3
