@@ -88,11 +88,7 @@ def _simulate(args) -> int:
         bench = load_benchmark(args.benchmark, max_models=args.max_models, seed=args.seed)
     else:
         matrix = load_matrix(args.matrix)
-        if args.max_models and matrix.n_models > args.max_models:
-            import numpy as np
-
-            rows = np.sort(np.random.default_rng(args.seed).choice(matrix.n_models, args.max_models, replace=False))
-            matrix = matrix.take_models(rows)
+        matrix = matrix.subsample_models(args.max_models, args.seed)
         source, target = split_models(matrix, args.split, args.seed)
         bench = Benchmark(matrix.source, source, target, {"description": f"user matrix, {args.split} split"})
     sim = simulate(

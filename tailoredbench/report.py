@@ -78,8 +78,8 @@ def write_tables(summary: pd.DataFrame, directory: str | Path, name: str = "summ
     return paths
 
 
-def plot_budget_curves(summary: pd.DataFrame, path: str | Path, title: str = ""):
-    """MAE and Kendall's tau against budget, one line per method, ± one standard error."""
+def _plotting():
+    """pyplot and seaborn, headless, with the reports' theme."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -87,6 +87,12 @@ def plot_budget_curves(summary: pd.DataFrame, path: str | Path, title: str = "")
     import seaborn as sns
 
     sns.set_theme(style="whitegrid", context="notebook")
+    return plt, sns
+
+
+def plot_budget_curves(summary: pd.DataFrame, path: str | Path, title: str = ""):
+    """MAE and Kendall's tau against budget, one line per method, ± one standard error."""
+    plt, sns = _plotting()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     palette = dict(zip(sorted(summary["method"].unique()), sns.color_palette("colorblind"), strict=False))
     panels = (("mae", "MAE (lower is better)"), ("kendall_tau", "Kendall's tau (higher is better)"))
@@ -114,12 +120,7 @@ def plot_budget_curves(summary: pd.DataFrame, path: str | Path, title: str = "")
 
 def plot_estimates(results: pd.DataFrame, path: str | Path, budget: int, run: int = 0, title: str = ""):
     """Estimated against true accuracy of every target, one panel per method."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import seaborn as sns
-
-    sns.set_theme(style="whitegrid", context="notebook")
+    _, sns = _plotting()
     data = results[(results["budget"] == budget) & (results["run"] == run)]
     grid = sns.relplot(
         data=data, x="true", y="estimate", col="method", col_wrap=min(3, data["method"].nunique()), height=3.2, s=25
@@ -258,13 +259,7 @@ def paper_comparison(table: pd.DataFrame, paper: dict, budget: int = 30) -> pd.D
 
 def plot_main_figure(table: pd.DataFrame, path: str | Path):
     """MAE and tau against budget, one column per benchmark, one line per method."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    sns.set_theme(style="whitegrid", context="notebook")
+    plt, sns = _plotting()
     long = table.melt(id_vars=["benchmark", "budget", "method"], value_vars=["mae", "kendall_tau"], var_name="metric")
     grid = sns.relplot(
         data=long,
@@ -287,13 +282,7 @@ def plot_main_figure(table: pd.DataFrame, path: str | Path):
 
 
 def _axes(ncols: int = 1, width: float = 5.0, height: float = 3.6):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    sns.set_theme(style="whitegrid", context="notebook")
+    plt, _ = _plotting()
     return plt.subplots(1, ncols, figsize=(width * ncols, height))
 
 

@@ -189,8 +189,7 @@ def load_benchmark(name: str, max_models: int | None = None, seed: int = 0) -> B
         raise TailoredBenchError(f"unknown benchmark {name!r}; choose one of {', '.join(BENCHMARKS)}")
     matrix, info = _FULL_MATRIX_BUILDERS[name]()
     if max_models is not None and matrix.n_models > max_models:
-        rows = np.sort(np.random.default_rng(seed).choice(matrix.n_models, max_models, replace=False))
-        matrix = matrix.take_models(rows)
+        matrix = matrix.subsample_models(max_models, seed)
         info = {**info, "max_models": max_models, "subsample_seed": seed}
     source, target = split_models(matrix, "interleave")
     return Benchmark(name, source, target, {**info, "split": "interleave (accuracy-stratified)"})

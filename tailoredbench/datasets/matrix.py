@@ -74,6 +74,13 @@ class ResponseMatrix:
         rows = np.asarray(rows, dtype=int)
         return ResponseMatrix(self.values[rows], tuple(self.models[r] for r in rows), self.items, self.source)
 
+    def subsample_models(self, max_models: int | None, seed: int = 0) -> ResponseMatrix:
+        """A seeded random subset of at most ``max_models`` models, in their original order."""
+        if max_models is None or self.n_models <= max_models:
+            return self
+        rows = np.sort(np.random.default_rng(seed).choice(self.n_models, max_models, replace=False))
+        return self.take_models(rows)
+
     def drop_duplicate_models(self) -> tuple[ResponseMatrix, list[str]]:
         """Drop exact duplicate rows, keeping the first model of each; returns the dropped ids."""
         _, first = np.unique(self.values, axis=0, return_index=True)

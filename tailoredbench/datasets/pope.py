@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -42,8 +41,7 @@ N_ITEMS = 9000
 _CANON = "ustc-hyin/cd_rethink"
 _LQ = ("Haoming2000/VLM-Benchmarks", "playground/data/eval/pope/llava_pope_test.jsonl")
 _MQ = ("Marcowky/LLaVA", "playground/data/eval/pope/llava_pope_test.jsonl")
-_HM = "playground/data/eval/pope/answers/"
-_MK = "playground/data/eval/pope/answers/"
+_ANSWERS = "playground/data/eval/pope/answers/"  # same folder in Haoming2000 and Marcowky
 _CR = "outputs/pope/baseline/llava-7b-coco-{}-{}.jsonl"
 _SG = "image_eval/pope/answers/"
 _SV = "seva/pope_result/llava_loraft_dpo_our_ocrlv8kfilter{}_r1024_a2048/pope_{}.jsonl"
@@ -77,7 +75,7 @@ RUNS: tuple[Run, ...] = (
         "official LLaVA eval answers",
         "LLaVA-1.5-13B",
         "L",
-        ((_LQ[0], _HM + "llava-v1.5-13b.jsonl", None),),
+        ((_LQ[0], _ANSWERS + "llava-v1.5-13b.jsonl", None),),
         8910,
         0.8697,
         _LQ,
@@ -87,7 +85,7 @@ RUNS: tuple[Run, ...] = (
         "Haoming2000, partial",
         "LLaVA-1.5-7B",
         "L",
-        ((_LQ[0], _HM + "llava-v1.5-7b.jsonl", None),),
+        ((_LQ[0], _ANSWERS + "llava-v1.5-7b.jsonl", None),),
         5712,
         0.8654,
         _LQ,
@@ -97,7 +95,7 @@ RUNS: tuple[Run, ...] = (
         "Marcowky",
         "LLaVA-1.6-Vicuna-7B",
         "L",
-        ((_MQ[0], _MK + "llava-v1.6-vicuna-7b.jsonl", None),),
+        ((_MQ[0], _ANSWERS + "llava-v1.6-vicuna-7b.jsonl", None),),
         9000,
         0.8762,
         _MQ,
@@ -107,7 +105,7 @@ RUNS: tuple[Run, ...] = (
         "CLIP 'There is (no) X' (vit file)",
         "CLIP ViT-L/14-336",
         "L",
-        ((_MQ[0], _MK + "llava-v1.6-vicuna-7b-vit.jsonl", None),),
+        ((_MQ[0], _ANSWERS + "llava-v1.6-vicuna-7b-vit.jsonl", None),),
         9000,
         0.4588,
         _MQ,
@@ -311,31 +309,30 @@ def parse_yes_no(answer: str) -> str:
     return "no" if any(t in ("No", "no", "not") for t in tokens) else "yes"
 
 
-def _jsonl(path: Path) -> list[dict]:
+def _records(repo: str, path: str) -> list[dict]:
+    """A registered file's JSON records: a JSON array, or JSON Lines."""
+    local = fetch(repo, path)
+    text = local.read_text()
     try:
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        if text.lstrip().startswith("["):
+            return json.loads(text)
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
     except json.JSONDecodeError as err:
-        raise DataError(f"{path}: not JSON Lines ({err})") from None
-
-
-def _fetch_jsonl(repo: str, path: str) -> list[dict]:
-    return _jsonl(fetch(repo, path))
+        raise DataError(f"{local}: not JSON or JSON Lines ({err})") from None
 
 
 @dataclass(frozen=True)
 class Items:
     labels: np.ndarray  # 1 for "yes", 0 for "no", canonical order
     keys: dict  # (split, image, normalised question) -> index
-    images: list
-    questions: list
 
 
 def canonical_items() -> Items:
     """The 9000 items in canonical order, with gold labels and matching keys."""
     labels = np.empty(N_ITEMS)
-    keys, images, questions = {}, [None] * N_ITEMS, [None] * N_ITEMS
+    keys = {}
     for split in SPLITS:
-        records = _fetch_jsonl(_CANON, f"data/coco/coco_pope_{split}.json")
+        records = _records(_CANON, f"data/coco/coco_pope_{split}.json")
         if len(records) != 3000:
             raise DataError(f"{_CANON}: coco_pope_{split}.json has {len(records)} lines, expected 3000")
         for line, record in enumerate(records, start=1):
@@ -347,16 +344,23 @@ def canonical_items() -> Items:
             if key in keys:
                 raise DataError(f"{_CANON}: duplicate item {key}")
             keys[key] = index
-            images[index], questions[index] = record["image"], record["text"]
-    return Items(labels, keys, images, questions)
+    return Items(labels, keys)
 
 
 def _answer_text(record: dict) -> str:
     return record["text"] if "text" in record else record["answer"]
 
 
-def _map_run(run: Run, items: Items) -> np.ndarray:
-    """The run's parsed answers (1 yes, 0 no) per canonical item, NaN where unanswered."""
+def _question_key(question: dict) -> tuple:
+    """The item key of a LLaVA-style question record (``category``, ``image``, ``text``)."""
+    return (question["category"], question["image"], normalise_question(question["text"]))
+
+
+def _map_run(run: Run, items: Items, question_files: dict) -> np.ndarray:
+    """The run's parsed answers (1 yes, 0 no) per canonical item, NaN where unanswered.
+
+    ``question_files`` caches parsed LLaVA question files across runs (seven runs share one).
+    """
     answers = np.full(N_ITEMS, np.nan)
 
     def put(index, record, where):
@@ -366,14 +370,11 @@ def _map_run(run: Run, items: Items) -> np.ndarray:
 
     for repo, path, split in run.files:
         where = f"{repo}/{path}"
+        records = _records(repo, path)
         if run.mapping == "V":
-            text = fetch(repo, path).read_text()
-            records = json.loads(text) if text.lstrip().startswith("[") else _jsonl(fetch(repo, path))
             for j, record in enumerate(records):
                 put(OFFSET["adversarial"] + j, record, where)
-            continue
-        records = _fetch_jsonl(repo, path)
-        if run.mapping == "P":
+        elif run.mapping == "P":
             for record in records:
                 put(OFFSET[split] + record["question_id"] - 1, record, where)
         elif run.mapping == "I":
@@ -383,12 +384,13 @@ def _map_run(run: Run, items: Items) -> np.ndarray:
                     raise DataError(f"{where}: no POPE item matches {key}")
                 put(items.keys[key], record, where)
         elif run.mapping == "L":
-            questions = {q["question_id"]: q for q in _fetch_jsonl(*run.questions)}
+            if run.questions not in question_files:
+                question_files[run.questions] = {q["question_id"]: q for q in _records(*run.questions)}
+            questions = question_files[run.questions]
             for record in records:
-                q = questions[record["question_id"]]
-                put(items.keys[(q["category"], q["image"], normalise_question(q["text"]))], record, where)
+                put(items.keys[_question_key(questions[record["question_id"]])], record, where)
         elif run.mapping == "E":
-            test = _fetch_jsonl("EasonAI-5589/LLaVA-Eval", "pope/coco_test.jsonl")
+            test = _records("EasonAI-5589/LLaVA-Eval", "pope/coco_test.jsonl")
             by_split, segment, previous = {}, -1, None
             order = []
             for q in test:  # ids restart in each split of coco_test.jsonl
@@ -399,8 +401,7 @@ def _map_run(run: Run, items: Items) -> np.ndarray:
                 if previous is None or record["question_id"] < previous:
                     segment += 1
                 previous = record["question_id"]
-                q = by_split[(order[segment], record["question_id"])]
-                put(items.keys[(q["category"], q["image"], normalise_question(q["text"]))], record, where)
+                put(items.keys[_question_key(by_split[(order[segment], record["question_id"])])], record, where)
         else:  # pragma: no cover - the table above holds only these mappings
             raise DataError(f"unknown POPE mapping {run.mapping!r}")
     return answers
@@ -415,9 +416,10 @@ def run_correctness(runs=RUNS) -> tuple[np.ndarray, Items]:
         A run's answered count or accuracy differs from the published table.
     """
     items = canonical_items()
+    question_files: dict = {}
     rows = []
     for run in runs:
-        answers = _map_run(run, items)
+        answers = _map_run(run, items, question_files)
         answered = ~np.isnan(answers)
         correct = np.where(answered, answers == items.labels, np.nan)
         accuracy = float(np.nanmean(correct))
