@@ -46,7 +46,12 @@ def _build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--runs", type=_positive_int, default=20)
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--jobs", type=_positive_int, default=1)
-    sim.add_argument("--tidy", help="also write the tidy per-target results to this CSV file")
+    sim.add_argument(
+        "--interval", type=float, default=0.9, help="level of each estimate's interval, calibrated on source models"
+    )
+    sim.add_argument("--no-interval", action="store_true", help="skip the intervals (saves one pass per method)")
+    sim.add_argument("--variant", help="tailored_plus variant (default: its chosen one)")
+    sim.add_argument("--tidy", help="also write the tidy per-target results (with intervals) to this CSV file")
     sim.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     plan = sub.add_parser(
@@ -100,6 +105,8 @@ def _simulate(args) -> int:
         n_jobs=args.jobs,
         g_size=args.g_size,
         distance=args.distance,
+        method_options={"variant": args.variant} if args.variant else None,
+        interval=None if args.no_interval else args.interval,
         progress=sys.stderr.isatty(),
     )
     if args.tidy:
@@ -125,6 +132,10 @@ def _simulate(args) -> int:
                 "seconds_per_run": sim.seconds_per_run[row["method"]],
             }
         )
+        if "coverage" in row:
+            records[-1].update(
+                interval_level=args.interval, coverage=float(row["coverage"]), interval_width=float(row["width"])
+            )
     if args.json:
         print(json.dumps(records[0] if len(records) == 1 else records, indent=None))
     else:
@@ -132,7 +143,8 @@ def _simulate(args) -> int:
             print(
                 f"{r['method']:<16} budget {r['budget']:>4}  MAE {r['mae']:.4f} ± {r['mae_se']:.4f}  "
                 f"tau {r['kendall_tau']:.3f} ± {r['kendall_tau_se']:.3f}  "
-                f"({r['seconds_per_run']:.2f} s/run, {r['runs']} runs)"
+                + (f"coverage {r['coverage']:.2f} (width {r['interval_width']:.3f})  " if "coverage" in r else "")
+                + f"({r['seconds_per_run']:.2f} s/run, {r['runs']} runs)"
             )
     return 0
 
@@ -177,7 +189,10 @@ def _estimate(args) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"estimated {result['task']} accuracy: {result['estimate']:.4f} from {result['budget']} items")
+        print(
+            f"estimated {result['task']} accuracy: {result['estimate']:.4f} from {result['budget']} items; "
+            f"{result['interval_level']:.0%} interval {result['interval_low']:.4f}-{result['interval_high']:.4f}"
+        )
         print("native source models: " + ", ".join(result["native_sources"]))
     return 0
 

@@ -8,6 +8,11 @@ Each method is a module with two functions:
 ``run(prepared, source, oracles, key, **options) -> {budget: estimates}``
     One repetition: ``oracles[budget]`` reveals the targets' results item by item and
     enforces the budget; ``key`` (seed, run) seeds every random choice.
+
+A method with variants is named ``base[variant]`` (e.g. ``tailored_plus[mix]``); the
+variant reaches ``run`` as ``variant=``. A module may also offer
+``run_variants(..., variants=[...]) -> {variant: {budget: estimates}}`` to compute
+several variants from one pass (the simulation runner then uses it).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from .errors import TailoredBenchError
 
 METHODS: dict[str, str] = {
     "tailoredbench": "tailoredbench.tailored",
+    "tailored_plus": "tailoredbench.tailored_plus",
     "random": "tailoredbench.baselines.random",
     "anchor_points": "tailoredbench.baselines.anchor_points",
     "gp_irt": "tailoredbench.baselines.gp_irt",
@@ -26,9 +32,34 @@ METHODS: dict[str, str] = {
 }
 
 
+def split_name(name: str) -> tuple[str, str | None]:
+    """``"base[variant]"`` -> ``("base", "variant")``; a plain name has no variant.
+
+    Examples
+    --------
+    >>> split_name("tailored_plus[mix]"), split_name("random")
+    (('tailored_plus', 'mix'), ('random', None))
+    """
+    if name.endswith("]") and "[" in name:
+        base, variant = name[:-1].split("[", 1)
+        return base, variant
+    return name, None
+
+
 def get_method(name: str) -> ModuleType:
-    """The module implementing method ``name``."""
+    """The module implementing method ``name`` (checking the variant, if any)."""
+    base, variant = split_name(name)
     try:
-        return import_module(METHODS[name])
+        module = import_module(METHODS[base])
     except KeyError:
         raise TailoredBenchError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}") from None
+    if variant is not None:
+        if variant not in getattr(module, "VARIANTS", ()):
+            raise TailoredBenchError(f"method {base} has no variant {variant!r}")
+    return module
+
+
+def method_options(name: str) -> dict:
+    """The options a method name carries: ``{"variant": ...}`` for ``base[variant]``."""
+    variant = split_name(name)[1]
+    return {} if variant is None else {"variant": variant}

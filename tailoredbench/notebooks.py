@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from .errors import TailoredBenchError
+from .notebook_studies import STUDIES, study_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -252,7 +253,7 @@ ARC-Challenge, with the same commands you would run:
 3. `tailoredbench plan --state plan/ --samples out/<model>/samples_*.jsonl --budget 30` picks the model's
    **native source models** and the rest of its **N-set**;
 4. after a second lm-eval run on `plan/nset.json`, `tailoredbench estimate --state plan/ --samples ...` gives the
-   **calibrated estimate**.
+   **calibrated estimate** with a 90% interval (calibrated on source models playing the new model).
 
 No GPU here: the model is one of the benchmark's held-out (target) models, and its recorded results are written out
 as lm-eval samples files, so the very same reading code runs. It never takes part in any fit; its true accuracy is
@@ -344,8 +345,12 @@ report.plot_calibration(fitted.native_mean_, fitted.probe_, y, path=out / "figur
         "code",
         """true = float(recorded.mean())
 naive = float(y.mean())
+low, high = result["interval_low"], result["interval_high"]
+print(f"estimate {result['estimate']:.3f}, 90% interval {low:.3f}-{high:.3f} (calibrated on the source models)")
 rows = [
     ("TailoredBench estimate", result["estimate"], abs(result["estimate"] - true)),
+    ("its 90% interval, low", low, abs(low - true)),
+    ("its 90% interval, high", high, abs(high - true)),
     ("plain mean of the same 30 items", naive, abs(naive - true)),
     ("true accuracy (all items)", true, 0.0),
 ]
@@ -353,6 +358,7 @@ display(Markdown("| | accuracy | absolute error |\\n|---|---|---|\\n" + "\\n".jo
     f"| {label} | {value:.3f} | {error:.3f} |" for label, value, error in rows)))
 (out / "metrics.json").write_text(json.dumps({
     "model": name, "benchmark": benchmark, "budget": budget, "seed": seed, "estimate": result["estimate"],
+    "interval_low": low, "interval_high": high,
     "true_accuracy": true, "plain_mean_of_probe": naive, "native_sources": result["native_sources"],
     "items_used": result["items_used"], "tailoredbench_version": tb.__version__,
 }, indent=1))""",
@@ -378,6 +384,8 @@ def all_notebooks() -> dict:
     made = {name: benchmark_notebook(name) for name in BENCHMARK_NOTEBOOKS}
     made["main_table"] = main_table_notebook()
     made["tutorial_evaluate_your_model"] = tutorial_notebook()
+    for name in [*STUDIES, "beyond"]:
+        made[name] = study_notebook(name)
     return made
 
 
@@ -394,7 +402,7 @@ def write_notebooks(directory: Path = NOTEBOOKS) -> list[Path]:
 
 
 #: Order in which ``make reproduce`` executes notebooks (later ones read earlier reports).
-REPRODUCE_ORDER = [*BENCHMARK_NOTEBOOKS, "main_table", "tutorial_evaluate_your_model"]
+REPRODUCE_ORDER = [*BENCHMARK_NOTEBOOKS, "main_table", "tutorial_evaluate_your_model", "beyond", *STUDIES]
 
 
 def reproduce(

@@ -351,3 +351,30 @@ def plot_calibration(native_mean, probe, results, path=None):
     if path:
         fig.savefig(path, dpi=110)
     return fig
+
+
+def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict):
+    """MAE against budget (top) and interval coverage (bottom) per benchmark, for the labelled methods.
+
+    ``methods`` maps a method name in ``summary`` to its label in the figure.
+    """
+    plt, sns = _plotting()
+    data = summary[summary["method"].isin(list(methods))].assign(method=lambda d: d["method"].map(methods))
+    benchmarks = list(dict.fromkeys(data["benchmark"]))
+    fig, axes = plt.subplots(2, len(benchmarks), figsize=(3.2 * len(benchmarks), 6), squeeze=False)
+    for col, name in enumerate(benchmarks):
+        part = data[data["benchmark"] == name]
+        sns.lineplot(data=part, x="budget", y="mae", hue="method", marker="o", ax=axes[0, col], palette="colorblind")
+        axes[0, col].set_title(name)
+        coverage = part.groupby("method", sort=False)["coverage"].mean().reset_index()
+        sns.barplot(data=coverage, x="method", y="coverage", ax=axes[1, col], palette="colorblind", hue="method")
+        axes[1, col].axhspan(0.85, 0.95, color="green", alpha=0.15)
+        axes[1, col].set_ylim(0.5, 1.0)
+        axes[1, col].tick_params(axis="x", rotation=60, labelsize=7)
+        axes[1, col].set_xlabel("")
+        if col:
+            axes[0, col].get_legend().remove()
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -13,7 +13,7 @@ from scipy.stats import kendalltau
 from .datasets.benchmarks import Benchmark, load_benchmark
 from .datasets.matrix import ResponseMatrix
 from .errors import TailoredBenchError
-from .methods import get_method
+from .methods import get_method, method_options, split_name
 from .oracle import Oracle
 
 DEFAULT_BUDGETS = (20, 25, 30, 35, 40)
@@ -78,15 +78,42 @@ def check_inputs(bench: Benchmark, budgets: Sequence[int], g_size: int, methods:
         get_method(name)
 
 
+def _variants(methods, base) -> dict:
+    # a method with variants prepares for those asked of it (e.g. the "auto" choice)
+    impl = get_method(base)
+    if not hasattr(impl, "VARIANTS"):
+        return {}
+    return {
+        "variants": [
+            method_options(n).get("variant", impl.DEFAULT_VARIANT) for n in methods if split_name(n)[0] == base
+        ]
+    }
+
+
 def _one_run(run, methods, prepared, source, target, budgets, seed, options):
     rows = {}
     seconds = {}
+    by_base: dict[str, list[str]] = {}
     for name in methods:
-        start = time.perf_counter()
-        oracles = {b: Oracle(target, budget=b) for b in budgets}
-        estimates = get_method(name).run(prepared[name], source, oracles, (seed, run), **options)
-        seconds[name] = time.perf_counter() - start
-        rows[name] = np.vstack([estimates[b] for b in budgets])
+        by_base.setdefault(split_name(name)[0], []).append(name)
+    for base, names in by_base.items():
+        impl = get_method(base)
+        if len(names) > 1 and hasattr(impl, "run_variants"):
+            # several variants of one method from one pass (same probes, same oracle)
+            start = time.perf_counter()
+            oracles = {b: Oracle(target, budget=b) for b in budgets}
+            variants = [method_options(n).get("variant", impl.DEFAULT_VARIANT) for n in names]
+            out = impl.run_variants(prepared[base], source, oracles, (seed, run), variants=variants, **options)
+            for name, variant in zip(names, variants, strict=True):
+                rows[name] = np.vstack([out[variant][b] for b in budgets])
+                seconds[name] = (time.perf_counter() - start) / len(names)
+            continue
+        for name in names:
+            start = time.perf_counter()
+            oracles = {b: Oracle(target, budget=b) for b in budgets}
+            estimates = impl.run(prepared[base], source, oracles, (seed, run), **options, **method_options(name))
+            seconds[name] = time.perf_counter() - start
+            rows[name] = np.vstack([estimates[b] for b in budgets])
     return run, rows, seconds
 
 
@@ -100,6 +127,8 @@ def simulate(
     *,
     g_size: int = 10,
     distance: str = "manhattan",
+    method_options: dict | None = None,
+    interval: float | None = None,
     backend: str | None = None,
     progress: bool = False,
 ) -> Simulation:
@@ -121,6 +150,15 @@ def simulate(
         joblib workers; the results are identical whatever their number.
     g_size, distance
         TailoredBench settings (other methods ignore what they do not use).
+    method_options : dict, optional
+        Further keyword options for every method, e.g. ``{"calibrate": False}`` or
+        ``{"n_native": 20}`` for TailoredBench, ``{"variant": "mix"}`` for
+        TailoredBench+; methods ignore options they do not use.
+    interval : float, optional
+        A level such as 0.9: every estimate gets an interval calibrated on the source
+        models (:mod:`tailoredbench.intervals`); ``results`` gains ``interval_low``
+        and ``interval_high`` and ``summary`` the empirical ``coverage`` and mean
+        ``width``.
     backend : str, optional
         A joblib backend name (``"loky"``, ``"threading"``, ``"dask"``, ...).
     progress : bool
@@ -147,9 +185,15 @@ def simulate(
     if runs < 1:
         raise TailoredBenchError(f"runs must be at least 1, got {runs}")
     check_inputs(bench, budgets, g_size, methods)
-    options = {"g_size": g_size, "distance": distance, "budgets": budgets}
+    if interval is not None:
+        if not 0 < interval < 1:
+            raise TailoredBenchError(f"interval level must be between 0 and 1, got {interval}")
+        if bench.source.n_models < 3:
+            raise TailoredBenchError(f"{bench.name}: intervals need at least 3 source models")
+    options = {**(method_options or {}), "g_size": g_size, "distance": distance, "budgets": budgets}
     source, target = bench.source.values, bench.target.values
-    prepared = {name: get_method(name).prepare(source, **options) for name in methods}
+    bases = dict.fromkeys(split_name(name)[0] for name in methods)
+    prepared = {base: get_method(base).prepare(source, **options, **_variants(methods, base)) for base in bases}
 
     start = time.perf_counter()
     # Processes by default (threads measured slower: the per-target Python work holds
@@ -184,6 +228,8 @@ def simulate(
                     )
                 )
     results = pd.concat(frames, ignore_index=True)
+    if interval is not None:
+        results = _with_intervals(results, methods, source, budgets, seed, interval, options)
     seconds = {name: float(np.mean([out[2][name] for out in outputs])) for name in methods}
     seconds["wall_per_run"] = wall / runs
     settings = {
@@ -194,8 +240,27 @@ def simulate(
         "n_jobs": n_jobs,
         "g_size": g_size,
         "distance": distance,
+        "method_options": dict(method_options or {}),
+        "interval": interval,
     }
     return Simulation(results, summarize(results), bench.summary(), settings, seconds)
+
+
+def _with_intervals(results, methods, source, budgets, seed, level, options) -> pd.DataFrame:
+    from .intervals import halfwidths, interval
+
+    options = {k: v for k, v in options.items() if k != "budgets"}
+    results = results.copy()
+    results["interval_low"] = np.nan
+    results["interval_high"] = np.nan
+    for name in methods:
+        q = halfwidths(name, source, budgets, level, seed=seed, **options)
+        for budget in budgets:
+            rows = (results["method"] == name) & (results["budget"] == budget)
+            low, high = interval(results.loc[rows, "estimate"].to_numpy(), q[budget])
+            results.loc[rows, "interval_low"] = low
+            results.loc[rows, "interval_high"] = high
+    return results
 
 
 def per_run_metrics(results: pd.DataFrame) -> pd.DataFrame:
@@ -233,4 +298,16 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         kendall_tau_se=("kendall_tau", se),
         runs=("run", "nunique"),
     )
-    return summary.reset_index()
+    summary = summary.reset_index()
+    if "interval_low" in results:
+        # coverage over all targets and runs: the share of true accuracies inside their interval
+        covered = (results["interval_low"] <= results["true"]) & (results["true"] <= results["interval_high"])
+        extra = (
+            results.assign(covered=covered, width=results["interval_high"] - results["interval_low"])
+            .groupby(["method", "budget"], sort=False)[["covered", "width"]]
+            .mean()
+            .rename(columns={"covered": "coverage"})
+            .reset_index()
+        )
+        summary = summary.merge(extra, on=["method", "budget"], how="left")
+    return summary

@@ -110,6 +110,25 @@ def native_sources(
     >>> n_native, neighbours.tolist()
     (2, [[0, 2]])
     """
+    n_native, order = ranked_sources(g_source, g_target, distance=distance)
+    return n_native, order[:, :n_native]
+
+
+def ranked_sources(
+    g_source: np.ndarray, g_target: np.ndarray, *, distance: str = "manhattan"
+) -> tuple[int, np.ndarray]:
+    """The adaptive native-source count and *every* source per target, most consistent first.
+
+    :func:`native_sources` keeps the first ``n_native`` columns; the native-source
+    studies take other counts or bands of the same order.
+
+    Examples
+    --------
+    >>> g_source = np.array([[1, 1, 0], [0, 0, 1], [1, 0, 0], [0, 1, 1]], dtype=float)
+    >>> n_native, order = ranked_sources(g_source, np.array([[1, 1, 0]], dtype=float))
+    >>> n_native, order.tolist()
+    (2, [[0, 2, 3, 1]])
+    """
     g_source = np.atleast_2d(np.asarray(g_source, dtype=float))
     g_target = np.atleast_2d(np.asarray(g_target, dtype=float))
     n_source = g_source.shape[0]
@@ -119,8 +138,7 @@ def native_sources(
     to_sources = D[n_source:, :n_source]
     counts = (to_sources <= threshold).sum(axis=1)
     n_native = max(int(np.floor(counts.mean())), 1)
-    neighbours = np.argsort(to_sources, axis=1, kind="stable")[:, :n_native]
-    return n_native, neighbours
+    return n_native, np.argsort(to_sources, axis=1, kind="stable")
 
 
 @dataclass(frozen=True)
@@ -233,7 +251,47 @@ def prepare(source: np.ndarray, *, distance: str = "manhattan", **_) -> dict:
     return {"points": binary_points(source.T, check_distance(distance))}
 
 
-def run(
+def uncalibrated_estimate(probe: NSet, medoid_results: np.ndarray) -> float:
+    """The AnchorPoints-style estimate: the target's medoid results weighted by cluster size.
+
+    The "calibration off" arm of the paper's ablation: the native sources choose the
+    items but do not rescale them.
+
+    Examples
+    --------
+    >>> probe = NSet(np.array([0, 2]), np.array([0, 0, 0, 1]))
+    >>> uncalibrated_estimate(probe, np.array([1.0, 0.0]))
+    0.75
+    """
+    y = np.asarray(medoid_results, dtype=float)
+    return float(y[probe.labels].mean())
+
+
+def native_rows(order: np.ndarray, count: int, offset: int = 0) -> np.ndarray:
+    """Columns ``offset .. offset + count`` of :func:`ranked_sources`' order: a consistency band.
+
+    ``offset=0`` keeps the ``count`` most consistent sources, as the method does.
+    """
+    if count < 1 or offset < 0 or offset + count > order.shape[1]:
+        raise TailoredBenchError(
+            f"native sources {offset}..{offset + count} are out of range for {order.shape[1]} source models"
+        )
+    return order[:, offset : offset + count]
+
+
+@dataclass(frozen=True)
+class TargetProbe:
+    """Everything one target's estimate is computed from at one budget."""
+
+    target: int
+    budget: int
+    native: np.ndarray  # source indices, most consistent first
+    native_mean: np.ndarray
+    probe: NSet
+    results: np.ndarray  # the target's results on probe.medoids
+
+
+def probes(
     prepared: Mapping,
     source: np.ndarray,
     oracles: Mapping[int, Oracle],
@@ -241,12 +299,15 @@ def run(
     *,
     g_size: int = 10,
     distance: str = "manhattan",
+    n_native: int | None = None,
+    native_offset: int = 0,
     **_,
-) -> dict[int, np.ndarray]:
-    """One repetition for all targets and budgets; returns ``{budget: estimates}``.
+):
+    """Steps 1-3 of one repetition: yield a :class:`TargetProbe` per target and budget.
 
     The G-set, the native sources and the native item embedding are computed once
-    and serve every budget.
+    per target and serve every budget. ``n_native`` and ``native_offset`` override
+    the adaptive native-source rule (see :func:`native_rows`).
     """
     budgets = sorted(oracles)
     any_oracle = oracles[budgets[0]]
@@ -256,8 +317,8 @@ def run(
     g_target = any_oracle.ask(g_items)
     for budget in budgets[1:]:
         oracles[budget].ask(g_items)
-    _, neighbours = native_sources(source[:, g_items], g_target, distance=distance)
-    estimates = {b: np.empty(any_oracle.n_targets) for b in budgets}
+    adaptive, order = ranked_sources(source[:, g_items], g_target, distance=distance)
+    neighbours = native_rows(order, adaptive if n_native is None else n_native, native_offset)
     for t, rows in enumerate(neighbours):
         native = source[rows]
         points = binary_points(native.T, distance)
@@ -265,7 +326,30 @@ def run(
         for budget in budgets:
             probe = n_set(native, g_items, budget, random_state=_rng(key, _N_STREAM, t, budget), points=points)
             y = oracles[budget].ask(probe.medoids, targets=[t])[0]
-            estimates[budget][t] = calibrated_estimate(native_mean, probe, y)
+            yield TargetProbe(t, budget, rows, native_mean, probe, y)
+
+
+def run(
+    prepared: Mapping,
+    source: np.ndarray,
+    oracles: Mapping[int, Oracle],
+    key: Sequence[int],
+    *,
+    calibrate: bool = True,
+    **options,
+) -> dict[int, np.ndarray]:
+    """One repetition for all targets and budgets; returns ``{budget: estimates}``.
+
+    ``calibrate=False`` is the ablation's uncalibrated arm; the other options go to
+    :func:`probes`.
+    """
+    estimates = {b: np.empty(oracles[b].n_targets) for b in oracles}
+    for p in probes(prepared, source, oracles, key, **options):
+        estimates[p.budget][p.target] = (
+            calibrated_estimate(p.native_mean, p.probe, p.results)
+            if calibrate
+            else uncalibrated_estimate(p.probe, p.results)
+        )
     return estimates
 
 
@@ -284,6 +368,9 @@ class TailoredBench:
     random_state : int or sequence of int, default 0
         Seeds the G-set and the N-set; ``(seed, run)`` reproduces run ``run`` of a
         simulation with seed ``seed``.
+    estimator : {"calibrated", "plus"}, default "calibrated"
+        The paper's calibrated estimate, or TailoredBench+'s
+        (:mod:`tailoredbench.tailored_plus`) from the same probe.
 
     Examples
     --------
@@ -297,12 +384,18 @@ class TailoredBench:
     12
     >>> 0.0 <= tb.estimate(model[rest]) <= 1.0
     True
+    >>> low, high = tb.interval(0.9)
+    >>> bool(low <= tb.estimate_ <= high)
+    True
     """
 
-    def __init__(self, g_size: int = 10, distance: str = "manhattan", random_state=0):
+    def __init__(self, g_size: int = 10, distance: str = "manhattan", random_state=0, estimator: str = "calibrated"):
         self.g_size = g_size
         self.distance = check_distance(distance)
         self.random_state = random_state
+        if estimator not in ("calibrated", "plus"):
+            raise TailoredBenchError(f"unknown estimator {estimator!r}; choose calibrated or plus")
+        self.estimator = estimator
 
     @property
     def _key(self) -> tuple[int, ...]:
@@ -357,4 +450,32 @@ class TailoredBench:
             raise TailoredBenchError(
                 f"expected {len(self.probe_.medoids) - self.g_size} N-set results, got {len(n_results)}"
             )
-        return calibrated_estimate(self.native_mean_, self.probe_, y)
+        if self.estimator == "plus":
+            from .tailored_plus import plus_estimate
+
+            source = self.source_
+            self.estimate_ = plus_estimate(source, source.mean(axis=1), self.native_mean_, self.probe_, y)
+        else:
+            self.estimate_ = calibrated_estimate(self.native_mean_, self.probe_, y)
+        return self.estimate_
+
+    def interval(self, level: float = 0.9) -> tuple[float, float]:
+        """An interval around :meth:`estimate`'s value that holds the true accuracy with ``level`` probability.
+
+        Calibrated on the source models alone, each fold of them in turn playing the
+        new model (:mod:`tailoredbench.intervals`); computed once per budget and level.
+        """
+        from .intervals import halfwidths, interval
+
+        if not hasattr(self, "estimate_"):
+            raise TailoredBenchError("call estimate() before interval()")
+        budget = len(self.probe_.medoids)
+        cache = self.__dict__.setdefault("_halfwidths", {})
+        if (budget, level) not in cache:
+            method = "tailored_plus" if self.estimator == "plus" else "tailoredbench"
+            options = {"g_size": self.g_size, "distance": self.distance}
+            cache[budget, level] = halfwidths(method, self.source_, [budget], level, seed=self._key[0], **options)[
+                budget
+            ]
+        low, high = interval(self.estimate_, cache[budget, level])
+        return float(low), float(high)

@@ -27,6 +27,8 @@ from .lm_eval import DEFAULT_METRIC, read_samples, samples_argument
 from .tailored import TailoredBench
 
 STATE, PROBE, NSET = "state.json", "probe.json", "nset.json"
+#: The estimate's interval (calibrated on the source models, see tailoredbench.intervals).
+INTERVAL_LEVEL = 0.9
 
 
 def _write_json(path: Path, value) -> None:
@@ -148,11 +150,15 @@ def estimate(folder: str | Path, samples, seed: int | None = None) -> dict:
     if [int(i) for i in rest] != state["n_items"]:
         raise TailoredBenchError("the G-set results differ from those the N-set was planned with")
     value = tb.estimate(_on(results, state["n_doc_ids"], "N-set"))
+    low, high = tb.interval(INTERVAL_LEVEL)
     return {
         "benchmark": state["benchmark"],
         "task": state["task"],
         "metric": state["metric"],
         "estimate": value,
+        "interval_level": INTERVAL_LEVEL,
+        "interval_low": low,
+        "interval_high": high,
         "budget": state["budget"],
         "seed": state["seed"],
         "items_used": state["g_doc_ids"] + state["n_doc_ids"],

@@ -1,0 +1,336 @@
+"""The paper's analysis studies: ablations, native sources, budget scaling, families, embeddings.
+
+Each study notebook (``notebooks/study_*.ipynb``) is a few calls into this module:
+:func:`sweep` runs TailoredBench under several settings ("arms") on several
+benchmarks with the same seeds (a paired comparison), :func:`by_arm` averages over
+benchmarks as the paper does, :func:`paper_table` sets the paper's figure beside
+ours, and :func:`write_study` writes ``tables/``, ``figures/`` and ``metrics.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import report
+from .datasets.benchmarks import Benchmark, load_benchmark
+from .errors import TailoredBenchError
+from .families import model_family
+from .kmedoids import binary_points, k_medoids_binary, standardize
+from .simulate import simulate
+from .tailored import _G_STREAM, _rng, g_set, ranked_sources
+
+#: Benchmarks the averaged studies run on, in the paper's order.
+STUDY_BENCHMARKS = ("arc_challenge", "hellaswag", "gsm8k", "winogrande", "pope")
+#: Benchmarks whose models have names (for the family study).
+NAMED_BENCHMARKS = ("arc_challenge", "hellaswag", "winogrande")
+
+#: The paper's values, averaged over its benchmarks unless said otherwise: (Kendall's tau, MAE).
+PAPER = {
+    "distance": {"correlation": (0.720, 0.032), "cosine": (0.736, 0.028), "manhattan": (0.740, 0.027)},
+    "calibration": {"off": (0.724, 0.030), "on": (0.740, 0.027)},
+    "g_size": {5: (0.734, 0.030), 10: (0.740, 0.027), 15: (0.736, 0.028), 25: (0.731, 0.029)},
+    # HellaSwag at budget 150
+    "budget_scaling": {
+        "random": (0.935, 0.030),
+        "anchor_points": (0.940, 0.040),
+        "gp_irt": (0.936, 0.012),
+        "tailoredbench": (0.943, 0.012),
+    },
+    # HellaSwag: mean item-to-medoid distance of the static coreset
+    "embedding": {"source models": 10.09, "target models": 12.48},
+}
+
+
+def study_benchmark(name: str, seed: int = 0) -> tuple[Benchmark, int]:
+    """A benchmark as its notebook loads it (same model subsample), and its G-set size."""
+    from .notebooks import BENCHMARK_NOTEBOOKS
+
+    if name not in BENCHMARK_NOTEBOOKS:
+        raise TailoredBenchError(f"unknown benchmark {name!r}; choose one of {', '.join(BENCHMARK_NOTEBOOKS)}")
+    params = BENCHMARK_NOTEBOOKS[name]["parameters"]
+    return load_benchmark(name, max_models=params["max_models"], seed=seed), params["g_size"]
+
+
+def sweep(
+    benchmarks: Sequence[str],
+    arms: Mapping[str, Mapping | callable],
+    *,
+    budget: int | Sequence[int] = 30,
+    runs: int = 20,
+    seed: int = 0,
+    n_jobs: int = 1,
+    methods: Sequence[str] = ("tailoredbench",),
+) -> pd.DataFrame:
+    """Run every arm on every benchmark; one summary row per (benchmark, arm, method, budget).
+
+    Parameters
+    ----------
+    benchmarks : sequence of str
+    arms : mapping of label to keyword arguments of :func:`simulate`
+        (``g_size``, ``distance``, ``method_options``, ...); a callable instead is
+        called with the :class:`Benchmark` and returns them (for settings that
+        depend on the source count).
+    budget : int or sequence of int
+    runs, seed, n_jobs, methods
+        As for :func:`simulate`; every arm uses the same seeds.
+
+    Examples
+    --------
+    >>> table = sweep(["pope"], {"on": {}, "off": {"method_options": {"calibrate": False}}}, budget=20, runs=2)
+    >>> table[["benchmark", "arm"]].values.tolist()
+    [['pope', 'on'], ['pope', 'off']]
+    """
+    budgets = [budget] if np.isscalar(budget) else list(budget)
+    frames = []
+    for name in benchmarks:
+        bench, g_size = study_benchmark(name, seed)
+        for label, arm in arms.items():
+            kwargs = {"g_size": g_size, **(arm(bench) if callable(arm) else arm)}
+            sim = simulate(bench, methods, budgets, runs=runs, seed=seed, n_jobs=n_jobs, **kwargs)
+            frames.append(sim.summary.assign(benchmark=name, arm=label))
+    table = pd.concat(frames, ignore_index=True)
+    first = ["benchmark", "arm", "method", "budget"]
+    return table[first + [c for c in table.columns if c not in first]]
+
+
+def by_arm(table: pd.DataFrame, keys=("arm",)) -> pd.DataFrame:
+    """The mean over benchmarks of MAE and Kendall's tau, per arm (the paper's averaging)."""
+    keys = list(keys)
+    return table.groupby(keys, sort=False)[["mae", "kendall_tau"]].mean().reset_index()
+
+
+def paper_table(averaged: pd.DataFrame, paper: Mapping, key: str = "arm") -> pd.DataFrame:
+    """Our averaged MAE and tau beside the paper's, per arm (the paper's blank where it has none)."""
+    rows = []
+    for _, row in averaged.iterrows():
+        theirs = paper.get(row[key], paper.get(_as_number(row[key]), (np.nan, np.nan)))
+        rows.append(
+            {
+                key: row[key],
+                "mae": row["mae"],
+                "paper_mae": theirs[1],
+                "kendall_tau": row["kendall_tau"],
+                "paper_kendall_tau": theirs[0],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _as_number(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def best_arm(averaged: pd.DataFrame, key: str = "arm") -> tuple[str, str]:
+    """The arm with the lowest MAE and the arm with the highest tau."""
+    return (
+        str(averaged.loc[averaged["mae"].idxmin(), key]),
+        str(averaged.loc[averaged["kendall_tau"].idxmax(), key]),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Native-source studies
+
+
+def fixed_count(fraction: float, offset_bands: int = 0):
+    """An arm fixing the native sources at ``fraction`` of all sources, skipping ``offset_bands`` bands.
+
+    ``fixed_count(0.2, 2)`` keeps the sources ranked 40-60% by consistency.
+    """
+
+    def arm(bench: Benchmark) -> dict:
+        count = max(1, round(fraction * bench.source.n_models))
+        offset = offset_bands * count
+        if offset + count > bench.source.n_models:
+            offset = bench.source.n_models - count
+        return {"method_options": {"n_native": count, "native_offset": offset}}
+
+    return arm
+
+
+def adaptive_counts(bench: Benchmark, runs: int, seed: int = 0, g_size: int = 10, distance: str = "manhattan"):
+    """The native-source count the adaptive rule chooses in each run (same streams as :func:`simulate`)."""
+    source, target = bench.source.values, bench.target.values
+    points = binary_points(source.T, distance)
+    counts = []
+    for run in range(runs):
+        g_items = g_set(source, g_size, random_state=_rng((seed, run), _G_STREAM), points=points)
+        counts.append(ranked_sources(source[:, g_items], target[:, g_items], distance=distance)[0])
+    return np.array(counts)
+
+
+def native_families(bench: Benchmark, runs: int = 10, seed: int = 0, g_size: int = 10) -> pd.DataFrame:
+    """Share of each source family among the native sources of each target family.
+
+    Returns one row per (target family, source family) with ``share`` (of the
+    native sources, pooled over runs), ``base`` (of all sources) and ``targets``.
+    """
+    source, target = bench.source.values, bench.target.values
+    points = binary_points(source.T, "manhattan")
+    src_family = np.array([model_family(m) for m in bench.source.models])
+    tgt_family = np.array([model_family(m) for m in bench.target.models])
+    counts: dict[tuple[str, str], int] = {}
+    for run in range(runs):
+        g_items = g_set(source, g_size, random_state=_rng((seed, run), _G_STREAM), points=points)
+        n_native, order = ranked_sources(source[:, g_items], target[:, g_items])
+        for t, rows in enumerate(order[:, :n_native]):
+            for family in src_family[rows]:
+                counts[tgt_family[t], family] = counts.get((tgt_family[t], family), 0) + 1
+    frame = pd.DataFrame([(t, s, c) for (t, s), c in counts.items()], columns=["target_family", "source_family", "n"])
+    frame["share"] = frame["n"] / frame.groupby("target_family")["n"].transform("sum")
+    base = pd.Series(src_family).value_counts(normalize=True)
+    frame["base"] = frame["source_family"].map(base).fillna(0.0)
+    frame["targets"] = frame["target_family"].map(pd.Series(tgt_family).value_counts())
+    return frame.sort_values(["target_family", "source_family"]).reset_index(drop=True)
+
+
+def own_family(frame: pd.DataFrame, min_targets: int = 3) -> pd.DataFrame:
+    """Per target family (with a known family and ``min_targets`` targets): own-family share vs base rate."""
+    own = frame[(frame["target_family"] == frame["source_family"]) & (frame["target_family"] != "other")]
+    own = own[own["targets"] >= min_targets]
+    return own[["target_family", "targets", "share", "base"]].rename(
+        columns={"share": "native_share", "base": "share_among_all_sources"}
+    )
+
+
+# ---------------------------------------------------------------------------
+# The motivating embedding figure
+
+
+def coreset_distances(bench: Benchmark, budget: int = 30, seed: int = 0) -> dict:
+    """A static coreset's clusters, and their tightness seen by source and by target models.
+
+    The coreset is K-Medoids (Manhattan) on items embedded by the z-scored source
+    models. Each item's Manhattan distance to its cluster's medoid is measured in
+    the source embedding and in the target embedding (z-scored target models), with
+    the same clusters: looser clusters under the targets mean the coreset
+    represents them worse.
+    """
+    source, target = bench.source.values, bench.target.values
+    result = k_medoids_binary(binary_points(source.T), budget, random_state=np.random.default_rng([seed, 7]))
+    medoid_of_item = result.medoids[result.labels]
+    out = {"medoids": result.medoids, "labels": result.labels}
+    for view, matrix in (("source models", source), ("target models", target)):
+        Z = standardize(matrix.T)
+        distance = np.abs(Z - Z[medoid_of_item]).sum(axis=1)
+        out[view] = {"mean_distance": float(distance.mean()), "per_model": float(distance.mean() / matrix.shape[0])}
+    return out
+
+
+def embed_items(matrix: np.ndarray, method: str = "pca", seed: int = 0) -> np.ndarray:
+    """2-D coordinates of the items embedded by the z-scored models (PCA or t-SNE)."""
+    Z = standardize(np.asarray(matrix, dtype=float).T)
+    if method == "pca":
+        from sklearn.decomposition import PCA
+
+        return PCA(n_components=2, random_state=seed).fit_transform(Z)
+    if method == "tsne":
+        from sklearn.manifold import TSNE
+
+        return TSNE(n_components=2, metric="manhattan", init="pca", random_state=seed).fit_transform(Z)
+    raise TailoredBenchError(f"unknown embedding {method!r}; choose pca or tsne")
+
+
+# ---------------------------------------------------------------------------
+# Figures
+
+
+def plot_arms(table: pd.DataFrame, path, x: str = "arm", title: str = "", hue: str = "benchmark"):
+    """MAE and tau per arm: one line per benchmark and the mean over benchmarks in black."""
+    plt, sns = report._plotting()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    order = list(dict.fromkeys(table[x].astype(str)))
+    data = table.assign(**{x: table[x].astype(str)})
+    for ax, metric, label in ((axes[0], "mae", "MAE"), (axes[1], "kendall_tau", "Kendall's tau")):
+        sns.pointplot(data=data, x=x, y=metric, hue=hue, order=order, ax=ax, errorbar=None, markersize=4, linewidth=1)
+        if hue == "benchmark" and data["benchmark"].nunique() > 1:
+            mean = data.groupby(x, sort=False)[metric].mean().reindex(order)
+            ax.plot(range(len(order)), mean.values, color="black", linewidth=2.5, marker="o", label="mean")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_counts(table: pd.DataFrame, adaptive: np.ndarray, adaptive_mae: float, path, title: str = ""):
+    """MAE against a fixed native-source count, with the adaptive rule's count and MAE marked."""
+    plt, _ = report._plotting()
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    ax.errorbar(table["count"], table["mae"], yerr=table["mae_se"], marker="o", label="fixed count")
+    ax.axvline(adaptive.mean(), color="C3", linestyle="--", label=f"adaptive rule (mean {adaptive.mean():.0f})")
+    ax.axhline(adaptive_mae, color="C3", linestyle=":", label=f"adaptive MAE {adaptive_mae:.4f}")
+    ax.set_xlabel("native source models")
+    ax.set_ylabel("MAE")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets: int = 3):
+    """Rows: target families; columns: source families; cells: share of the native sources."""
+    plt, sns = report._plotting()
+    frame = frame[frame["targets"] >= min_targets]
+    grid = frame.pivot_table(index="target_family", columns="source_family", values="share", fill_value=0.0)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.6 * grid.shape[1], 1.2 + 0.45 * grid.shape[0]))
+    sns.heatmap(grid, annot=True, fmt=".2f", cmap="Blues", cbar=False, ax=ax, annot_kws={"fontsize": 7})
+    ax.set_xlabel("native source family")
+    ax.set_ylabel("target family")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_embedding(coords: Mapping[str, np.ndarray], labels: np.ndarray, medoids, distances: Mapping, path, title=""):
+    """Side by side: items embedded by source and by target models, coloured by coreset cluster."""
+    plt, _ = report._plotting()
+    fig, axes = plt.subplots(1, len(coords), figsize=(5 * len(coords), 4.2))
+    for ax, (view, xy) in zip(np.atleast_1d(axes), coords.items(), strict=True):
+        ax.scatter(xy[:, 0], xy[:, 1], c=labels, cmap="tab20", s=6, alpha=0.7)
+        ax.scatter(xy[medoids, 0], xy[medoids, 1], c="black", marker="x", s=30)
+        ax.set_title(f"{view}: mean item-to-medoid distance {distances[view]['mean_distance']:.2f}", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------
+# Output
+
+
+def write_study(directory, tables: Mapping[str, pd.DataFrame], *, parameters: dict, findings: Sequence[str], **extra):
+    """Write each table as CSV and Markdown under ``tables/`` and ``metrics.json`` with the findings."""
+    directory = Path(directory)
+    (directory / "tables").mkdir(parents=True, exist_ok=True)
+    (directory / "figures").mkdir(parents=True, exist_ok=True)
+    for name, table in tables.items():
+        table.to_csv(directory / "tables" / f"{name}.csv", index=False, float_format="%.6g")
+        (directory / "tables" / f"{name}.md").write_text(table.to_markdown(index=False, floatfmt=".4f") + "\n")
+    record = {
+        "parameters": parameters,
+        "findings": list(findings),
+        "git_commit": report.git_commit(),
+        "tables": {name: json.loads(t.to_json(orient="records")) for name, t in tables.items()},
+        **extra,
+    }
+    (directory / "metrics.json").write_text(json.dumps(record, indent=2, default=report._jsonable) + "\n")
+    return record
+
+
+def agreement(agrees: bool) -> str:
+    return "Agrees with the paper." if agrees else "Differs from the paper."
