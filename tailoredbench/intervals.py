@@ -85,19 +85,29 @@ def pseudo_target_errors(
     budgets = sorted(int(b) for b in budgets)
     options = {**options, **method_options(method), "budgets": budgets}
     errors = {b: [] for b in budgets}
-    for repeat in range(repeats):
-        order = np.random.default_rng([seed, _PSEUDO_RUN, repeat]).permutation(n_sources)
-        for fold, held_out in enumerate(np.array_split(order, folds)):
-            kept = np.setdiff1d(order, held_out)
-            pseudo_source, pseudo_target = source[kept], source[held_out]
-            prepared = impl.prepare(pseudo_source, **options)
-            oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
-            key = (seed, _PSEUDO_RUN + repeat * folds + fold)
-            estimates = impl.run(prepared, pseudo_source, oracles, key, **options)
-            truth = pseudo_target.mean(axis=1)
-            for b in budgets:
-                errors[b].append(np.abs(np.asarray(estimates[b]) - truth))
+    for index, kept, held_out in model_folds(n_sources, folds, repeats, seed):
+        pseudo_source, pseudo_target = source[kept], source[held_out]
+        prepared = impl.prepare(pseudo_source, **options)
+        oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
+        estimates = impl.run(prepared, pseudo_source, oracles, (seed, _PSEUDO_RUN + index), **options)
+        truth = pseudo_target.mean(axis=1)
+        for b in budgets:
+            errors[b].append(np.abs(np.asarray(estimates[b]) - truth))
     return {b: np.concatenate(errors[b]) for b in budgets}
+
+
+def model_folds(n_models: int, folds: int, repeats: int, seed: int, stream: int = 0):
+    """Yield ``(index, kept, held_out)``: ``repeats`` seeded splits of the models into ``folds``.
+
+    Examples
+    --------
+    >>> [(i, len(k), len(h)) for i, k, h in model_folds(5, 2, 1, seed=0)]
+    [(0, 2, 3), (1, 3, 2)]
+    """
+    for repeat in range(repeats):
+        order = np.random.default_rng([seed, _PSEUDO_RUN, stream, repeat]).permutation(n_models)
+        for fold, held_out in enumerate(np.array_split(order, folds)):
+            yield repeat * folds + fold, np.setdiff1d(order, held_out), held_out
 
 
 def conformal_halfwidth(errors: np.ndarray, level: float = LEVEL) -> float:

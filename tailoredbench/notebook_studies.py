@@ -8,6 +8,7 @@ Each study is ``notebooks/<name>.ipynb``, made from the cells below by
 from __future__ import annotations
 
 from .studies import NAMED_BENCHMARKS, STUDY_BENCHMARKS
+from .tailored_plus import VARIANTS
 
 _COMMON = {"runs": 10, "seed": 0, "jobs": 2}
 _HEADER = """import json
@@ -284,17 +285,19 @@ Each ingredient is a variant, measured on its own:
 
 - `calibrated`: the faithful calibrated estimate (identical to `tailoredbench`);
 - `regression`: a ridge regression, fitted on the sources, from the probe items to accuracy;
+- `local_regression`: the same with each source weighted by its agreement with the target on the probe;
+- `neighbours`: the mean accuracy of the sources that agree best with the target on the probe;
 - `soft_calibration`: calibration against a native mean that weights every source by its agreement on the probe;
-- `mix`: the mean of the calibrated and regression estimates;
-- `local_mix`: the same with each source weighted by its agreement with the target on the probe;
-- `auto`, **TailoredBench+ itself**: per benchmark, whichever of calibrated, regression, mix and local_mix has the
-  lowest MAE when the *source* models are split into pseudo-sources and pseudo-targets.
+- `mix`, `local_mix`: the mean of the calibrated and the (local) regression estimates;
+- `stacked`, **TailoredBench+ itself**: the convex combination of calibrated, local regression and neighbours, its
+  weights fitted per benchmark with *source* models split into pseudo-sources and pseudo-targets.
 
-**No peeking.** Every choice is made on source models only: `auto` chooses inside the method's preparation; section 1
-shows the same source-only comparison with more runs. Tried during development and dropped (10 runs, GSM8K):
-choosing among 4 candidate N-sets by the estimator's cross-validated error on the native sources (MAE ratio 1.01
-against taking the first); IRT ability estimates on the tailored items (2.1); a per-cluster conditional mean of
-native sources (1.4).
+**No peeking.** Every choice is made on source models only: the stacking weights inside the method's preparation,
+and section 1 shows every variant's source-only comparison, which is what a user can check before trusting it.
+Tried during development and dropped (10 runs, GSM8K targets, MAE ratio to calibrated): choosing among 4 candidate
+N-sets by the estimator's cross-validated error on the native sources (1.01 against taking the first), IRT ability
+estimates on the tailored items (2.1), a per-cluster conditional mean of the native sources (1.4), re-choosing the
+native sources by agreement on the whole probe (1.02), a kernel ridge correction of the regression (no change).
 
 **Intervals.** Every estimate gets a 90% interval, estimate ± q, with q the conformal quantile of the errors of
 source models treated as targets (10-fold over sources; `tailoredbench/intervals.py`). Coverage is the share of
@@ -316,13 +319,13 @@ out = Path(output_dir)
 (out / "figures").mkdir(parents=True, exist_ok=True)
 params = {k: v for k, v in globals().items() if k in PARAMETER_NAMES}""",
     ),
-    ("markdown", "## 1. Choosing the variant on source models only"),
+    ("markdown", "## 1. Every variant on source models only (pseudo-sources and pseudo-targets)"),
     (
         "code",
-        """candidates = [v for v in variants if v != "auto"]
-_, selection = tailored_plus.select_on_sources(benchmarks, candidates, runs=selection_runs, seed=seed, n_jobs=jobs)
+        """selection = tailored_plus.compare_on_sources(benchmarks, variants, runs=selection_runs, seed=seed,
+                                           n_jobs=jobs)
 display(Markdown(selection.to_markdown(index=False, floatfmt=".4f")))
-chosen = tailored_plus.DEFAULT_VARIANT  # "auto": the per-benchmark, source-only choice""",
+chosen = tailored_plus.DEFAULT_VARIANT  # "stacked": TailoredBench+""",
     ),
     (
         "markdown",
@@ -376,7 +379,7 @@ BEYOND = {
     "intro": _BEYOND_INTRO,
     "parameters": {
         "benchmarks": list(STUDY_BENCHMARKS),
-        "variants": ["calibrated", "regression", "soft_calibration", "mix", "local_mix", "auto"],
+        "variants": list(VARIANTS),
         "runs": 100,
         "selection_runs": 20,
         "level": 0.9,

@@ -229,7 +229,7 @@ def simulate(
                 )
     results = pd.concat(frames, ignore_index=True)
     if interval is not None:
-        results = _with_intervals(results, methods, source, budgets, seed, interval, options)
+        results = _with_intervals(results, methods, source, budgets, seed, interval, options, prepared)
     seconds = {name: float(np.mean([out[2][name] for out in outputs])) for name in methods}
     seconds["wall_per_run"] = wall / runs
     settings = {
@@ -246,7 +246,7 @@ def simulate(
     return Simulation(results, summarize(results), bench.summary(), settings, seconds)
 
 
-def _with_intervals(results, methods, source, budgets, seed, level, options) -> pd.DataFrame:
+def _with_intervals(results, methods, source, budgets, seed, level, options, prepared) -> pd.DataFrame:
     from .intervals import halfwidths, interval
 
     options = {k: v for k, v in options.items() if k != "budgets"}
@@ -254,7 +254,10 @@ def _with_intervals(results, methods, source, budgets, seed, level, options) -> 
     results["interval_low"] = np.nan
     results["interval_high"] = np.nan
     for name in methods:
-        q = halfwidths(name, source, budgets, level, seed=seed, **options)
+        # fitted combination weights (TailoredBench+) are reused in the folds rather than refitted in each
+        fitted = prepared[split_name(name)[0]]
+        reused = {"weights": fitted["weights"]} if "weights" in fitted else {}
+        q = halfwidths(name, source, budgets, level, seed=seed, **options, **reused)
         for budget in budgets:
             rows = (results["method"] == name) & (results["budget"] == budget)
             low, high = interval(results.loc[rows, "estimate"].to_numpy(), q[budget])

@@ -451,10 +451,17 @@ class TailoredBench:
                 f"expected {len(self.probe_.medoids) - self.g_size} N-set results, got {len(n_results)}"
             )
         if self.estimator == "plus":
-            from .tailored_plus import plus_estimate
+            from .tailored_plus import combine, components, stack_weights
 
-            source = self.source_
-            self.estimate_ = plus_estimate(source, source.mean(axis=1), self.native_mean_, self.probe_, y)
+            source, budget = self.source_, len(self.probe_.medoids)
+            # TailoredBench+'s stacking weights, fitted on the source models at this budget
+            weights = self.__dict__.setdefault("stack_weights_", {})
+            if budget not in weights:
+                weights[budget] = stack_weights(
+                    source, [budget], g_size=self.g_size, distance=self.distance, seed=self._key[0]
+                )
+            parts = components(source, source.mean(axis=1), self.native_mean_, self.probe_, y)
+            self.estimate_ = combine(parts, "stacked", weights[budget])
         else:
             self.estimate_ = calibrated_estimate(self.native_mean_, self.probe_, y)
         return self.estimate_
@@ -474,6 +481,8 @@ class TailoredBench:
         if (budget, level) not in cache:
             method = "tailored_plus" if self.estimator == "plus" else "tailoredbench"
             options = {"g_size": self.g_size, "distance": self.distance}
+            if self.estimator == "plus":
+                options["weights"] = self.stack_weights_[budget]
             cache[budget, level] = halfwidths(method, self.source_, [budget], level, seed=self._key[0], **options)[
                 budget
             ]

@@ -1,39 +1,34 @@
 """TailoredBench+: the same tailored probe, a lower-error estimate from it.
 
 Beyond the paper. The probe is exactly TailoredBench's (same G-set, native sources
-and N-set, hence the same budget); only the last step changes. The calibrated
-estimate uses the target's result on each medoid for that medoid's cluster alone.
-A second estimate uses all of them jointly: a ridge regression, fitted on the
-source models, from their results on the target's probe items to their
-full-benchmark accuracy (as in Zhang et al., *How Benchmark Prediction from Fewer
-Data Misses the Mark*, 2025, but on tailored rather than random items), with each
-source weighted by its agreement with the target on those items (a locally weighted
-regression). The two estimates err in partly independent ways; their mean is the
-estimate.
+and N-set, same random streams, hence the same budget); only the last step changes.
+The calibrated estimate uses the target's result on each medoid for that medoid's
+cluster alone. Two more estimates use all of the target's probe results jointly:
 
-Variants (``variant=``) keep each ingredient measurable on its own; by default the
-variant is chosen per benchmark by cross-validation on the source models only
-(see ``notebooks/beyond.ipynb``):
+* a ridge regression, fitted on the source models, from their results on the
+  target's probe items to their full-benchmark accuracy (as in Zhang et al., *How
+  Benchmark Prediction from Fewer Data Misses the Mark*, 2025, but on tailored rather
+  than random items), each source weighted by its agreement with the target on those
+  items (a locally weighted regression);
+* the accuracy of the sources that agree most with the target on the probe
+  (a kernel-weighted nearest-neighbour mean, Nadaraya-Watson).
 
-``"calibrated"``
-    TailoredBench's own estimate (a check: equals the faithful method).
-``"regression"``
-    The ridge regression alone, all sources weighted equally.
-``"soft_calibration"``
-    Calibration against a native mean in which every source is weighted by its
-    agreement with the target on the whole probe, instead of the hard top-n cut.
-``"mix"``
-    Mean of the calibrated and the (unweighted) regression estimates.
-``"local_mix"``
-    Mean of the calibrated and the locally weighted regression estimates.
-``"auto"`` (the default)
-    Whichever of :data:`CANDIDATES` has the lowest MAE when the source models are
-    split into pseudo-sources and pseudo-targets (:func:`choose_variant`): chosen per
-    benchmark, from the sources alone.
+The three err in partly independent ways. TailoredBench+ (``"stacked"``) is their
+convex combination, with weights fitted by cross-validation on the *source* models
+only (split into pseudo-sources and pseudo-targets; :func:`stack_weights`), per
+benchmark: no target result is used to choose anything.
+
+Variants (``variant=``) keep each ingredient measurable on its own:
+``"calibrated"`` (TailoredBench's own estimate), ``"regression"`` (ridge, sources
+weighted equally), ``"local_regression"``, ``"neighbours"``, ``"soft_calibration"``
+(calibration against a native mean weighting every source by its agreement on the
+probe, instead of the hard top-n cut), ``"mix"`` and ``"local_mix"`` (the mean of the
+calibrated and the regression estimates) and ``"stacked"`` (the default).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -44,22 +39,40 @@ from .baselines.random_regression import ridge
 from .errors import TailoredBenchError
 from .oracle import Oracle
 
-VARIANTS = ("calibrated", "regression", "soft_calibration", "mix", "local_mix", "auto")
-#: What ``"auto"`` chooses among, by cross-validation on the source models (:func:`choose_variant`).
-CANDIDATES = ("calibrated", "regression", "mix", "local_mix")
-DEFAULT_VARIANT = "auto"
-#: Runs of the source-only cross-validation behind ``"auto"``.
-AUTO_RUNS = 4
+#: The estimates that ``"stacked"`` combines.
+COMPONENTS = ("calibrated", "local_regression", "neighbours")
+VARIANTS = (
+    "calibrated",
+    "regression",
+    "local_regression",
+    "neighbours",
+    "soft_calibration",
+    "mix",
+    "local_mix",
+    "stacked",
+)
+DEFAULT_VARIANT = "stacked"
 #: Ridge penalty on the probe items' coefficients (an intercept is not penalised).
 ALPHA = 3.0
-#: Agreement weights ``exp(-disagreements / (budget * BANDWIDTH))``: a source that
+#: Regression weights ``exp(-disagreements / (budget * BANDWIDTH))``: a source that
 #: disagrees with the target on a fifth of the probe weighs 1/e as much as one that
 #: agrees on all of it.
 BANDWIDTH = 0.2
+#: Neighbour weights ``exp(-2 * extra disagreements)``: close to the mean accuracy of
+#: the sources that agree best with the target.
+NEIGHBOUR_BANDWIDTH = 0.5
+#: Cross-validation over source models that fits the stacking weights: folds, repeats.
+STACK_FOLDS = 5
+STACK_REPEATS = 2
+#: Grid step of the stacking weights on the simplex.
+STACK_STEP = 0.05
+_STACK_RUN = 2_000_000  # key offset: never a simulation's own run
 
 
-def agreement_weights(source_probe: np.ndarray, results: np.ndarray) -> np.ndarray:
+def agreement_weights(source_probe: np.ndarray, results: np.ndarray, bandwidth: float | None = None) -> np.ndarray:
     """Each source's weight from its disagreements with the target on the probe items.
+
+    ``exp(-(d - min d) / bandwidth)``; the bandwidth defaults to ``BANDWIDTH * budget``.
 
     Examples
     --------
@@ -68,7 +81,8 @@ def agreement_weights(source_probe: np.ndarray, results: np.ndarray) -> np.ndarr
     [1.0, 0.0067]
     """
     disagreements = np.abs(source_probe - results).sum(axis=1)
-    return np.exp(-(disagreements - disagreements.min()) / (BANDWIDTH * source_probe.shape[1]))
+    bandwidth = BANDWIDTH * source_probe.shape[1] if bandwidth is None else bandwidth
+    return np.exp(-(disagreements - disagreements.min()) / bandwidth)
 
 
 def weighted_ridge(X: np.ndarray, y: np.ndarray, weights: np.ndarray, alpha: float = ALPHA) -> tuple[np.ndarray, float]:
@@ -88,15 +102,10 @@ def weighted_ridge(X: np.ndarray, y: np.ndarray, weights: np.ndarray, alpha: flo
     return coef, float(y_mean - x_mean @ coef)
 
 
-def plus_estimate(
-    source: np.ndarray,
-    accuracy: np.ndarray,
-    native_mean: np.ndarray,
-    probe: tailored.NSet,
-    results: np.ndarray,
-    variant: str = DEFAULT_VARIANT,
-) -> float:
-    """The estimate of one target from its probe results under ``variant``.
+def components(
+    source: np.ndarray, accuracy: np.ndarray, native_mean: np.ndarray, probe: tailored.NSet, results: np.ndarray
+) -> dict[str, float]:
+    """Every single estimate of one target from its probe results (see the module notes).
 
     Parameters
     ----------
@@ -105,59 +114,48 @@ def plus_estimate(
         ``source.mean(axis=1)``.
     native_mean, probe, results
         As for :func:`tailored.calibrated_estimate`.
-    variant : str
-        One of :data:`VARIANTS`.
 
     Examples
     --------
     >>> rng = np.random.default_rng(0)
     >>> source = (rng.random((12, 20)) < 0.5).astype(float)
     >>> probe = tailored.NSet(np.array([0, 5]), np.repeat([0, 1], 10))
-    >>> args = (source, source.mean(axis=1), source.mean(axis=0), probe, np.array([1.0, 0.0]))
-    >>> plus_estimate(*args, variant="calibrated") == tailored.calibrated_estimate(*args[2:])
+    >>> parts = components(source, source.mean(axis=1), source.mean(axis=0), probe, np.array([1.0, 0.0]))
+    >>> parts["calibrated"] == tailored.calibrated_estimate(source.mean(axis=0), probe, np.array([1.0, 0.0]))
     True
     """
-    if check_variant(variant) == "auto":
-        raise TailoredBenchError("resolve 'auto' with choose_variant() first")
-    items = probe.medoids
-    calibrated = tailored.calibrated_estimate(native_mean, probe, results)
-    if variant == "calibrated":
-        return calibrated
-    X = source[:, items]
-    if variant == "soft_calibration":
-        w = agreement_weights(X, results)
-        return tailored.calibrated_estimate(w @ source / w.sum(), probe, results)
-    if variant == "local_mix":
-        coef, intercept = weighted_ridge(X, accuracy, agreement_weights(X, results))
-    else:
-        coef, intercept = ridge(X, accuracy, ALPHA)
-    regression = float(np.clip(results @ coef + intercept, 0.0, 1.0))
-    return regression if variant == "regression" else 0.5 * (calibrated + regression)
+    X = source[:, probe.medoids]
+    weights = agreement_weights(X, results)
+    coef, intercept = ridge(X, accuracy, ALPHA)
+    local_coef, local_intercept = weighted_ridge(X, accuracy, weights)
+    near = agreement_weights(X, results, NEIGHBOUR_BANDWIDTH)
+    return {
+        "calibrated": tailored.calibrated_estimate(native_mean, probe, results),
+        "regression": float(np.clip(results @ coef + intercept, 0.0, 1.0)),
+        "local_regression": float(np.clip(results @ local_coef + local_intercept, 0.0, 1.0)),
+        "neighbours": float(near @ accuracy / near.sum()),
+        "soft_calibration": tailored.calibrated_estimate(weights @ source / weights.sum(), probe, results),
+    }
 
 
-def choose_variant(
-    source: np.ndarray, budgets: Sequence[int], *, g_size: int = 10, distance: str = "manhattan", seed: int = 0
-) -> str:
-    """The ``"auto"`` variant: the candidate with the lowest MAE with source models as pseudo-targets.
+def combine(parts: Mapping[str, float], variant: str, weights=None) -> float:
+    """The ``variant`` estimate from :func:`components`; ``"stacked"`` needs ``weights`` over :data:`COMPONENTS`.
 
-    The sources are split (accuracy-stratified interleave) into pseudo-sources and
-    pseudo-targets and every candidate runs :data:`AUTO_RUNS` times at ``budgets``.
+    Examples
+    --------
+    >>> parts = {"calibrated": 0.5, "regression": 0.7, "local_regression": 0.6, "neighbours": 0.4}
+    >>> combine(parts, "mix"), round(combine(parts, "stacked", [0.5, 0.5, 0.0]), 6)
+    (0.6, 0.55)
     """
-    from .datasets.matrix import ResponseMatrix, split_models
-    from .simulate import simulate
-
-    pseudo_source, pseudo_target = split_models(ResponseMatrix(source), "interleave", seed)
-    sim = simulate(
-        (pseudo_source, pseudo_target),
-        names(CANDIDATES),
-        budgets,
-        runs=AUTO_RUNS,
-        seed=seed,
-        g_size=g_size,
-        distance=distance,
-    )
-    mae = sim.summary.groupby("method", sort=False)["mae"].mean()
-    return CANDIDATES[int(np.argmin([mae[n] for n in names(CANDIDATES)]))]
+    if check_variant(variant) == "stacked":
+        if weights is None:
+            raise TailoredBenchError("the stacked variant needs weights: prepare(..., variant='stacked') fits them")
+        return float(np.dot(weights, [parts[c] for c in COMPONENTS]))
+    if variant == "mix":
+        return 0.5 * (parts["calibrated"] + parts["regression"])
+    if variant == "local_mix":
+        return 0.5 * (parts["calibrated"] + parts["local_regression"])
+    return parts[variant]
 
 
 def check_variant(variant: str) -> str:
@@ -166,17 +164,71 @@ def check_variant(variant: str) -> str:
     return variant
 
 
+def simplex_weights(estimates: np.ndarray, truth: np.ndarray, step: float = STACK_STEP) -> np.ndarray:
+    """The convex weights (a grid of ``step``) with the lowest mean absolute error; ties to the earlier grid point.
+
+    Examples
+    --------
+    >>> truth = np.array([0.2, 0.4, 0.6])
+    >>> simplex_weights(np.column_stack([truth, truth + 0.1]), truth).tolist()
+    [1.0, 0.0]
+    """
+    n = estimates.shape[1]
+    steps = round(1 / step)
+    grid = np.array([c for c in itertools.product(range(steps + 1), repeat=n) if sum(c) == steps]) / steps
+    errors = np.abs(estimates @ grid.T - truth[:, None]).mean(axis=0)
+    return grid[int(np.argmin(errors))]
+
+
+def stack_weights(
+    source: np.ndarray, budgets: Sequence[int], *, g_size: int = 10, distance: str = "manhattan", seed: int = 0
+) -> np.ndarray:
+    """Stacking weights over :data:`COMPONENTS`, fitted with source models as pseudo-targets.
+
+    The sources are split into :data:`STACK_FOLDS` folds, :data:`STACK_REPEATS` times;
+    each fold in turn plays the targets of the other folds at every budget, and
+    :func:`simplex_weights` picks the convex weights with the lowest MAE over all of
+    these pseudo-target estimates. With fewer than 3 sources the weights are equal.
+    """
+    from .intervals import model_folds
+
+    if source.shape[0] < 3:  # no fold would leave two pseudo-sources: nothing to fit on
+        return np.full(len(COMPONENTS), 1 / len(COMPONENTS))
+    folds = min(STACK_FOLDS, source.shape[0])
+    columns, targets = [], []
+    for index, kept, held_out in model_folds(source.shape[0], folds, STACK_REPEATS, seed, stream=1):
+        pseudo_source, pseudo_target = source[kept], source[held_out]
+        prepared = prepare(pseudo_source, variants=COMPONENTS, distance=distance)
+        oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
+        key = (seed, _STACK_RUN + index)
+        out = run_variants(prepared, pseudo_source, oracles, key, variants=COMPONENTS, g_size=g_size, distance=distance)
+        for b in budgets:
+            columns.append(np.column_stack([out[c][b] for c in COMPONENTS]))
+            targets.append(pseudo_target.mean(axis=1))
+    return simplex_weights(np.vstack(columns), np.concatenate(targets))
+
+
 # ---------------------------------------------------------------------------
 # Simulation interface (see tailoredbench.methods).
 
 
-def prepare(source: np.ndarray, *, variant: str | None = None, variants: Sequence[str] = (), **options) -> dict:
-    """TailoredBench's preparation, the sources' accuracies and, if ``"auto"`` is asked for, its choice."""
+def prepare(
+    source: np.ndarray, *, variant: str | None = None, variants: Sequence[str] = (), weights=None, **options
+) -> dict:
+    """TailoredBench's preparation, the sources' accuracies and, if ``"stacked"`` is asked for, its weights.
+
+    ``weights`` given (e.g. those fitted on all sources, reused for an interval's
+    folds) are taken as they are.
+    """
     prepared = {**tailored.prepare(source, **options), "accuracy": source.mean(axis=1)}
-    if "auto" in (set(variants) if variants else {variant or DEFAULT_VARIANT}):
-        budgets = options.get("budgets") or (30,)
-        prepared["auto"] = choose_variant(
-            source, budgets, g_size=options.get("g_size", 10), distance=options.get("distance", "manhattan")
+    if weights is not None:
+        prepared["weights"] = np.asarray(weights, dtype=float)
+    elif "stacked" in (set(variants) if variants else {variant or DEFAULT_VARIANT}):
+        prepared["weights"] = stack_weights(
+            source,
+            options.get("budgets") or (30,),
+            g_size=options.get("g_size", 10),
+            distance=options.get("distance", "manhattan"),
         )
     return prepared
 
@@ -206,20 +258,17 @@ def run_variants(
     """Several variants from one pass over the probes: ``{variant: {budget: estimates}}``."""
     for variant in variants:
         check_variant(variant)
-    if "auto" in variants and "auto" not in prepared:
-        raise TailoredBenchError("variant 'auto' needs prepare(..., variant='auto')")
-    concrete = {v: prepared["auto"] if v == "auto" else v for v in variants}
+    weights = prepared.get("weights")
     estimates = {v: {b: np.empty(oracles[b].n_targets) for b in oracles} for v in variants}
     for p in tailored.probes(prepared, source, oracles, key, **options):
+        parts = components(source, prepared["accuracy"], p.native_mean, p.probe, p.results)
         for v in variants:
-            estimates[v][p.budget][p.target] = plus_estimate(
-                source, prepared["accuracy"], p.native_mean, p.probe, p.results, concrete[v]
-            )
+            estimates[v][p.budget][p.target] = combine(parts, v, weights)
     return estimates
 
 
 # ---------------------------------------------------------------------------
-# Choosing the variant without the targets, and the beyond-the-paper table.
+# Comparing variants without the targets, and the beyond-the-paper table.
 
 
 def names(variants: Sequence[str] = VARIANTS) -> list[str]:
@@ -227,21 +276,21 @@ def names(variants: Sequence[str] = VARIANTS) -> list[str]:
     return [f"tailored_plus[{check_variant(v)}]" for v in variants]
 
 
-def select_on_sources(
+def compare_on_sources(
     benchmarks: Sequence[str], variants: Sequence[str] = VARIANTS, *, runs: int = 20, seed: int = 0, n_jobs: int = 1
-) -> tuple[str, pd.DataFrame]:
-    """The variant with the lowest MAE relative to calibration, using source models only.
+) -> pd.DataFrame:
+    """Every variant's MAE relative to calibration, using source models only.
 
     On each benchmark the *source* models are split (accuracy-stratified interleave)
     into pseudo-sources and pseudo-targets; every variant runs at the benchmark's
-    budgets. The targets are never loaded into the simulation.
+    budgets. The targets are never loaded into the simulation: this is what a user
+    can see before trusting a variant.
 
     Returns
     -------
-    chosen : str
-    table : DataFrame
+    DataFrame
         Per variant and benchmark, the MAE over budgets and its ratio to the
-        calibrated estimate's; a ``mean`` row per variant decides.
+        calibrated estimate's, and a ``mean`` row per variant.
     """
     from .datasets.benchmarks import Benchmark
     from .datasets.matrix import split_models
@@ -268,9 +317,7 @@ def select_on_sources(
             )
     table = pd.DataFrame(rows)
     mean = table.groupby("variant", sort=False)[["mae", "ratio"]].mean().reset_index().assign(benchmark="mean")
-    table = pd.concat([table, mean], ignore_index=True)
-    chosen = str(mean.loc[mean["ratio"].idxmin(), "variant"])
-    return chosen, table
+    return pd.concat([table, mean], ignore_index=True)
 
 
 #: Benchmarks on which the MAE target (<= 0.9 x faithful) applies; elsewhere "no worse".

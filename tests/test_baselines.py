@@ -106,7 +106,19 @@ def test_gp_irt_prepare_is_cached_and_lambda_follows_the_formula(tmp_path, monke
 @pytest.mark.parametrize("method", list(METHODS))
 def test_every_method_runs_through_the_cli_deterministically(method, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path))
-    args = ["simulate", "--benchmark", "gsm8k", "--method", method, "--budget", "20", "--runs", "2", "--json"]
+    args = [
+        "simulate",
+        "--benchmark",
+        "gsm8k",
+        "--method",
+        method,
+        "--budget",
+        "20",
+        "--runs",
+        "2",
+        "--json",
+        "--no-interval",
+    ]
     assert main(args) == 0
     first = json.loads(capsys.readouterr().out)
     assert main(args) == 0

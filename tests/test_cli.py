@@ -123,7 +123,19 @@ def test_bad_flag_values_exit_2():
 
 @pytest.mark.parametrize("benchmark", ["gsm8k", "arc_challenge", "hellaswag", "winogrande", "pope", "hellaswag_full12"])
 def test_simulate_every_benchmark(benchmark, capsys):
-    args = ["simulate", "--benchmark", benchmark, "--budget", "20", "--runs", "1", "--max-models", "60", "--json"]
+    args = [
+        "simulate",
+        "--benchmark",
+        benchmark,
+        "--budget",
+        "20",
+        "--runs",
+        "1",
+        "--max-models",
+        "60",
+        "--json",
+        "--no-interval",
+    ]
     assert main(args) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["benchmark"] == benchmark and record["n_target"] >= 2

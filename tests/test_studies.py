@@ -1,0 +1,137 @@
+"""The analysis studies: their method switches, helpers and notebooks."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import ROOT, synthetic_matrix
+from tailoredbench import studies, tailored
+from tailoredbench.datasets.benchmarks import Benchmark
+from tailoredbench.datasets.matrix import ResponseMatrix
+from tailoredbench.errors import TailoredBenchError
+from tailoredbench.notebook_studies import STUDIES
+from tailoredbench.notebooks import reproduce
+from tailoredbench.oracle import Oracle
+
+
+@pytest.fixture(scope="module")
+def matrices():
+    data = synthetic_matrix(40, 100, seed=4)  # SYNTHETIC
+    return data[::2], data[1::2]
+
+
+def _run(matrices, **options):
+    source, target = matrices
+    prepared = tailored.prepare(source)
+    return tailored.run(prepared, source, {20: Oracle(target, 20)}, (0, 1), g_size=5, **options)[20]
+
+
+def _bench(source, target) -> Benchmark:
+    return Benchmark("synthetic", ResponseMatrix(source), ResponseMatrix(target), {})
+
+
+def test_adaptive_count_given_explicitly_changes_nothing(matrices):
+    count = studies.adaptive_counts(_bench(*matrices), 2, 0, 5)[1]  # run 1, as _run uses
+    assert np.array_equal(_run(matrices), _run(matrices, n_native=int(count)))
+
+
+def test_native_bands_take_the_ranked_columns():
+    order = np.arange(10)[None, :]
+    assert tailored.native_rows(order, 2, 4).tolist() == [[4, 5]]
+    with pytest.raises(TailoredBenchError, match="out of range"):
+        tailored.native_rows(order, 4, 8)
+
+
+def test_calibration_off_is_the_cluster_weighted_mean(matrices):
+    source, target = matrices
+    prepared = tailored.prepare(source)
+    for p in tailored.probes(prepared, source, {20: Oracle(target, 20)}, (0, 1), g_size=5):
+        brute = np.mean([p.results[label] for label in p.probe.labels])
+        assert tailored.uncalibrated_estimate(p.probe, p.results) == pytest.approx(brute)
+    off = _run(matrices, calibrate=False)
+    assert not np.array_equal(off, _run(matrices))
+
+
+def test_fixed_count_arm_scales_with_the_sources(matrices):
+    bench = _bench(*matrices)
+    assert studies.fixed_count(0.2, 2)(bench)["method_options"] == {"n_native": 4, "native_offset": 8}
+    assert studies.fixed_count(1.0)(bench)["method_options"] == {"n_native": 20, "native_offset": 0}
+
+
+def test_coreset_is_tighter_for_the_models_it_was_chosen_on(matrices):
+    # SYNTHETIC: targets answer at random, so the sources' clusters do not fit them
+    source, _ = matrices
+    noise = (np.random.default_rng(0).random(source.shape) < 0.5).astype(float)
+    found = studies.coreset_distances(_bench(source, noise), 10)
+    assert found["source models"]["mean_distance"] < found["target models"]["mean_distance"]
+    assert len(found["medoids"]) == 10 and found["labels"].shape == (source.shape[1],)
+
+
+def test_paper_table_sets_the_paper_beside_ours():
+    averaged = studies.by_arm(
+        pd.DataFrame({"arm": ["5", "10", "5", "10"], "mae": [0.1, 0.2, 0.3, 0.4], "kendall_tau": [1, 1, 0, 0]})
+    )
+    table = studies.paper_table(averaged, studies.PAPER["g_size"])
+    assert table["paper_mae"].tolist() == [0.030, 0.027]
+    assert table["mae"].tolist() == pytest.approx([0.2, 0.3])
+
+
+SMOKE = {
+    "study_distance": {"benchmarks": ["pope"], "runs": 2, "jobs": 1},
+    "study_calibration": {"benchmarks": ["pope"], "runs": 2, "jobs": 1},
+    "study_g_size": {"benchmarks": ["pope"], "runs": 2, "jobs": 1, "g_sizes": [5, 10]},
+    "study_budget_scaling": {
+        "benchmarks": ["pope"],
+        "runs": 1,
+        "jobs": 1,
+        "budgets": [50, 60],
+        "methods": ["tailoredbench", "random"],
+    },
+    "study_native_sources": {
+        "benchmarks": ["pope"],
+        "runs": 2,
+        "jobs": 1,
+        "count_benchmark": "pope",
+        "counts": [1, 3, 5],
+    },
+    "study_families": {"benchmarks": ["arc_challenge"], "runs": 1},
+    "study_embedding": {"benchmarks": ["pope"], "embedding": "pca"},
+}
+
+
+def test_every_study_has_a_smoke_setting():
+    assert set(SMOKE) == set(STUDIES)
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("name", list(SMOKE))
+def test_study_notebook_smoke(name, tmp_path):
+    reproduce([name], parameters=SMOKE[name], reports_dir=tmp_path, log=lambda _: None)
+    out = tmp_path / name
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["findings"] and all("paper" in line for line in metrics["findings"])
+    assert all(line.endswith(("Agrees with the paper.", "Differs from the paper.")) for line in metrics["findings"])
+    assert list((out / "figures").glob("*.png"))
+    assert list((out / "tables").glob("*.csv")) and list((out / "tables").glob("*.md"))
+    for table in metrics["tables"].values():
+        for row in table:
+            for key in ("mae", "kendall_tau"):
+                if key in row and row[key] is not None:
+                    assert 0 <= row[key] <= 1 or key == "kendall_tau"
+
+
+@pytest.mark.notebook
+def test_beyond_notebook_smoke(tmp_path):
+    params = {"benchmarks": ["pope"], "runs": 2, "selection_runs": 1, "jobs": 1, "reports_dir": str(ROOT / "reports")}
+    reproduce(["beyond"], parameters=params, reports_dir=tmp_path, log=lambda _: None)
+    metrics = json.loads((tmp_path / "beyond" / "metrics.json").read_text())
+    ablation = {row["method"]: row for row in metrics["tables"]["ablation"]}
+    assert ablation["tailored_plus[calibrated]"]["role"] == "faithful TailoredBench"
+    assert ablation["tailored_plus[stacked]"]["role"] == "TailoredBench+ (chosen)"
+    assert any(row["role"] == "best baseline" for row in ablation.values())
+    for row in ablation.values():
+        assert 0 <= row["coverage"] <= 1 and row["width"] > 0
+    assert "coverage" in metrics["findings"][0] or "cover" in metrics["findings"][0]
+    assert (tmp_path / "beyond" / "figures" / "beyond.png").is_file()

@@ -1,0 +1,103 @@
+"""TailoredBench+: same probe as TailoredBench, its own estimate, no peeking at targets."""
+
+import numpy as np
+import pytest
+
+from conftest import synthetic_matrix
+from tailoredbench import tailored, tailored_plus
+from tailoredbench.errors import TailoredBenchError
+from tailoredbench.oracle import Oracle
+from tailoredbench.simulate import simulate
+
+
+@pytest.fixture(scope="module")
+def matrices():
+    data = synthetic_matrix(60, 150, seed=3)  # SYNTHETIC
+    return data[::2], data[1::2]
+
+
+def test_calibrated_variant_is_the_faithful_method(matrices):
+    sim = simulate(matrices, ["tailoredbench", "tailored_plus[calibrated]"], [15, 25], runs=2, g_size=5)
+    est = sim.results.pivot_table(index=["run", "budget", "target"], columns="method", values="estimate")
+    assert np.array_equal(est["tailoredbench"].values, est["tailored_plus[calibrated]"].values)
+
+
+def test_variants_from_one_pass_equal_variants_run_alone(matrices):
+    names = tailored_plus.names(["mix", "local_mix"])
+    together = simulate(matrices, names, [20], runs=2, g_size=5).results
+    alone = simulate(matrices, names[:1], [20], runs=2, g_size=5).results
+    assert np.array_equal(together[together["method"] == names[0]]["estimate"].values, alone["estimate"].values)
+
+
+@pytest.mark.parametrize("variant", [v for v in tailored_plus.VARIANTS if v != "calibrated"])
+def test_never_reads_target_results_it_was_not_given(matrices, variant):
+    source, target = matrices
+    prepared = tailored_plus.prepare(source, variant=variant, g_size=5, budgets=[20])
+    oracle = Oracle(target, budget=20)
+    first = tailored_plus.run(prepared, source, {20: oracle}, (0, 0), variant=variant, g_size=5)[20]
+    asked = oracle._asked.copy()
+    assert (asked.sum(axis=1) == 20).all()
+    # flip every result the method did not ask for: the estimates must not move
+    changed = np.where(asked, target, 1.0 - target)
+    again = tailored_plus.run(prepared, source, {20: Oracle(changed, budget=20)}, (0, 0), variant=variant, g_size=5)
+    assert np.array_equal(first, again[20])
+
+
+def test_stacking_weights_come_from_sources_only(matrices):
+    source, _ = matrices
+    weights = tailored_plus.stack_weights(source, [20], g_size=5)
+    assert weights.shape == (3,) and weights.min() >= 0 and weights.sum() == pytest.approx(1)
+    assert np.array_equal(tailored_plus.prepare(source, g_size=5, budgets=[20])["weights"], weights)
+
+
+def test_simplex_weights_against_brute_force(rng):
+    estimates = rng.random((30, 2))
+    truth = 0.3 * estimates[:, 0] + 0.7 * estimates[:, 1]
+    assert tailored_plus.simplex_weights(estimates, truth).tolist() == pytest.approx([0.3, 0.7])
+    grid = [(a / 20, 1 - a / 20) for a in range(21)]
+    brute = min(grid, key=lambda w: np.abs(estimates @ np.array(w) - truth + 0.01).mean())
+    assert tailored_plus.simplex_weights(estimates, truth - 0.01).tolist() == pytest.approx(list(brute))
+
+
+def test_weighted_ridge_matches_weighted_least_squares(rng):
+    X = rng.normal(size=(12, 3))
+    y = X @ [1.0, -2.0, 0.5] + rng.normal(scale=0.1, size=12)
+    w = rng.random(12) + 0.1
+    coef, intercept = tailored_plus.weighted_ridge(X, y, w, alpha=0.0)
+    design = np.column_stack([np.ones(12), X]) * np.sqrt(w)[:, None]
+    brute = np.linalg.lstsq(design, y * np.sqrt(w), rcond=None)[0]
+    assert np.allclose([intercept, *coef], brute)
+
+
+def test_every_component_of_a_source_like_target_is_close(matrices):
+    source, _ = matrices
+    probe = tailored.n_set(source, np.array([0, 1, 2]), 25, random_state=0)
+    truth = source[4].mean()
+    parts = tailored_plus.components(source, source.mean(axis=1), source.mean(axis=0), probe, source[4, probe.medoids])
+    for value in parts.values():
+        assert abs(value - truth) < 0.1
+
+
+def test_unknown_variant_and_missing_weights_are_errors(matrices):
+    source, target = matrices
+    with pytest.raises(TailoredBenchError, match="no variant"):
+        simulate(matrices, ["tailored_plus[best]"], [20], runs=1, g_size=5)
+    prepared = tailored_plus.prepare(source, variant="mix", g_size=5)
+    with pytest.raises(TailoredBenchError, match="weights"):
+        tailored_plus.run(prepared, source, {20: Oracle(target, 20)}, (0, 0), variant="stacked", g_size=5)
+
+
+def test_stateful_plus_estimator(matrices):
+    source, target = matrices
+    tb = tailored.TailoredBench(g_size=5, estimator="plus").fit(source)
+    rest = tb.native_items(target[0, tb.probe_items()], budget=20)
+    value = tb.estimate(target[0, rest])
+    low, high = tb.interval(0.9)
+    assert 0 <= low <= value <= high <= 1
+    with pytest.raises(TailoredBenchError, match="estimator"):
+        tailored.TailoredBench(estimator="best")
+
+
+def test_two_sources_get_equal_stacking_weights(matrices):
+    source, _ = matrices
+    assert tailored_plus.stack_weights(source[:2], [20], g_size=5).tolist() == pytest.approx([1 / 3] * 3)
