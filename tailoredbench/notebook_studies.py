@@ -322,7 +322,7 @@ params = {k: v for k, v in globals().items() if k in PARAMETER_NAMES}""",
     ("markdown", "## 1. Every variant on source models only (pseudo-sources and pseudo-targets)"),
     (
         "code",
-        """selection = tailored_plus.compare_on_sources(benchmarks, variants, runs=selection_runs, seed=seed,
+        """selection = studies.compare_on_sources(benchmarks, variants, runs=selection_runs, seed=seed,
                                            n_jobs=jobs)
 display(Markdown(selection.to_markdown(index=False, floatfmt=".4f")))
 chosen = tailored_plus.DEFAULT_VARIANT  # "stacked": TailoredBench+""",
@@ -345,7 +345,7 @@ for name in benchmarks:
                    g_size=g_size, interval=level)
     frames.append(sim.summary.assign(benchmark=name))
 summary = pd.concat(frames, ignore_index=True)
-table = tailored_plus.beyond_table(summary, chosen)
+table = studies.beyond_table(summary, chosen)
 display(Markdown(table.to_markdown(index=False, floatfmt=".4f")))""",
     ),
     (
@@ -361,7 +361,7 @@ display(Image(filename=str(out / "figures" / "beyond.png")))""",
         """plus = table[table["role"] == "TailoredBench+ (chosen)"].set_index("benchmark")
 findings = []
 for name, row in plus.iterrows():
-    target = tailored_plus.MAE_TARGET.get(name, 1.0)
+    target = studies.MAE_TARGET.get(name, 1.0)
     findings.append(
         f"{name}: TailoredBench+ MAE is {row['mae_ratio']:.2f} x the faithful method's (target <= {target:.2f}), "
         f"tau {row['tau_change']:+.3f}: {'met' if row['meets_mae'] else 'NOT met'}. "

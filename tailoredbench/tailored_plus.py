@@ -32,7 +32,6 @@ import itertools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from . import tailored
 from .baselines.random_regression import ridge
@@ -268,89 +267,9 @@ def run_variants(
 
 
 # ---------------------------------------------------------------------------
-# Comparing variants without the targets, and the beyond-the-paper table.
+# Method names of the variants.
 
 
 def names(variants: Sequence[str] = VARIANTS) -> list[str]:
     """Method names of the variants, e.g. ``tailored_plus[mix]``."""
     return [f"tailored_plus[{check_variant(v)}]" for v in variants]
-
-
-def compare_on_sources(
-    benchmarks: Sequence[str], variants: Sequence[str] = VARIANTS, *, runs: int = 20, seed: int = 0, n_jobs: int = 1
-) -> pd.DataFrame:
-    """Every variant's MAE relative to calibration, using source models only.
-
-    On each benchmark the *source* models are split (accuracy-stratified interleave)
-    into pseudo-sources and pseudo-targets; every variant runs at the benchmark's
-    budgets. The targets are never loaded into the simulation: this is what a user
-    can see before trusting a variant.
-
-    Returns
-    -------
-    DataFrame
-        Per variant and benchmark, the MAE over budgets and its ratio to the
-        calibrated estimate's, and a ``mean`` row per variant.
-    """
-    from .datasets.benchmarks import Benchmark
-    from .datasets.matrix import split_models
-    from .notebooks import BENCHMARK_NOTEBOOKS
-    from .simulate import simulate
-    from .studies import study_benchmark
-
-    rows = []
-    for name in benchmarks:
-        bench, g_size = study_benchmark(name, seed)
-        pseudo_source, pseudo_target = split_models(bench.source, "interleave", seed)
-        pseudo = Benchmark(f"{name} (sources only)", pseudo_source, pseudo_target, {})
-        budgets = BENCHMARK_NOTEBOOKS[name]["parameters"]["budgets"]
-        sim = simulate(pseudo, names(variants), budgets, runs=runs, seed=seed, n_jobs=n_jobs, g_size=g_size)
-        mae = sim.summary.groupby("method")["mae"].mean()
-        for v, method in zip(variants, names(variants), strict=True):
-            rows.append(
-                {
-                    "benchmark": name,
-                    "variant": v,
-                    "mae": mae[method],
-                    "ratio": mae[method] / mae[names(["calibrated"])[0]],
-                }
-            )
-    table = pd.DataFrame(rows)
-    mean = table.groupby("variant", sort=False)[["mae", "ratio"]].mean().reset_index().assign(benchmark="mean")
-    return pd.concat([table, mean], ignore_index=True)
-
-
-#: Benchmarks on which the MAE target (<= 0.9 x faithful) applies; elsewhere "no worse".
-MAE_TARGET = {"gsm8k": 0.90, "arc_challenge": 0.90}
-COVERAGE_RANGE = (0.85, 0.95)
-
-
-def beyond_table(summary: pd.DataFrame, chosen: str) -> pd.DataFrame:
-    """Per benchmark and method: MAE, tau, coverage and width over budgets, against the faithful method.
-
-    ``summary`` is the concatenated simulation summaries with a ``benchmark``
-    column, including ``tailored_plus[calibrated]`` (the faithful estimate).
-    ``meets_mae`` checks the ratio target (<= 0.9 on GSM8K and ARC, <= 1 elsewhere)
-    and a tau not lower; ``meets_coverage`` the 85-95% range.
-    """
-    faithful = names(["calibrated"])[0]
-    table = summary.groupby(["benchmark", "method"], sort=False)[["mae", "kendall_tau", "coverage", "width"]].mean()
-    table = table.reset_index()
-    base = table[table["method"] == faithful].set_index("benchmark")
-    table["mae_ratio"] = table["mae"] / table["benchmark"].map(base["mae"])
-    table["tau_change"] = table["kendall_tau"] - table["benchmark"].map(base["kendall_tau"])
-    limit = table["benchmark"].map(MAE_TARGET).fillna(1.0)
-    table["meets_mae"] = (table["mae_ratio"] <= limit) & (table["tau_change"] >= 0)
-    table["meets_coverage"] = table["coverage"].between(*COVERAGE_RANGE)
-    table["role"] = np.where(
-        table["method"] == faithful,
-        "faithful TailoredBench",
-        np.where(
-            table["method"] == names([chosen])[0],
-            "TailoredBench+ (chosen)",
-            np.where(table["method"].str.startswith("tailored_plus"), "variant", "best baseline"),
-        ),
-    )
-    table["meets_mae"] = table["meets_mae"].astype(object)
-    table.loc[table["method"] == faithful, "meets_mae"] = None  # the reference itself
-    return table
