@@ -422,5 +422,14 @@ def write_study(directory, tables: Mapping[str, pd.DataFrame], *, parameters: di
     return record
 
 
-def agreement(agrees: bool) -> str:
-    return "Agrees with the paper." if agrees else "Differs from the paper."
+def agreement(agrees: bool, partly: bool = False) -> str:
+    """The closing words of a finding.
+
+    Examples
+    --------
+    >>> agreement(False, partly=True)
+    'Agrees in part with the paper.'
+    """
+    if agrees:
+        return "Agrees with the paper."
+    return "Agrees in part with the paper." if partly else "Differs from the paper."

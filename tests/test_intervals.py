@@ -80,3 +80,12 @@ def test_stateful_interval_needs_an_estimate():
     tb = tailored.TailoredBench(g_size=5).fit(source)
     with pytest.raises(TailoredBenchError, match="estimate"):
         tb.interval()
+
+
+def test_cli_variant_and_bad_variant(capsys):
+    args = ["simulate", "--benchmark", "pope", "--method", "tailored_plus", "--budget", "20", "--runs", "1"]
+    assert main([*args, "--variant", "mix", "--json", "--no-interval"]) == 0
+    assert json.loads(capsys.readouterr().out)["method"] == "tailored_plus[mix]"
+    assert main([*args, "--variant", "best"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no variant" in err
