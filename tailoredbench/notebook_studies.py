@@ -11,10 +11,8 @@ from .studies import NAMED_BENCHMARKS, STUDY_BENCHMARKS
 from .tailored_plus import VARIANTS
 
 _COMMON = {"runs": 10, "seed": 0, "jobs": 2}
-_HEADER = """import json
-from pathlib import Path
+_HEADER = """from pathlib import Path
 
-import pandas as pd
 from IPython.display import Image, Markdown, display
 
 from tailoredbench import studies
@@ -217,7 +215,9 @@ for figure in ("share.png", "bands.png", "counts.png"):
         "their own family.",
         "parameters": {"benchmarks": list(NAMED_BENCHMARKS), "runs": 10, "seed": 0, "min_targets": 3},
         "cells": [
-            """frames, own = [], []
+            """import pandas as pd
+
+frames, own = [], []
 for name in benchmarks:
     bench, g_size = studies.study_benchmark(name, seed)
     frame = studies.native_families(bench, runs, seed, g_size).assign(benchmark=name)
@@ -248,7 +248,9 @@ for name in benchmarks:
         "ARC, where the item counts are real.",
         "parameters": {"benchmarks": ["gsm8k", "arc_challenge"], "budget": 30, "embedding": "tsne", "seed": 0},
         "cells": [
-            """rows = []
+            """import pandas as pd
+
+rows = []
 for name in benchmarks:
     bench, _ = studies.study_benchmark(name, seed)
     found = studies.coreset_distances(bench, budget, seed)
@@ -343,7 +345,7 @@ for name in benchmarks:
     own = pd.read_csv(Path(reports_dir) / name / "tables" / "summary.csv")
     own = own[~own["method"].str.startswith("tailored")]
     baseline = own.groupby("method")["mae"].mean().idxmin()
-    sim = simulate(bench, tailored_plus.names(variants) + [baseline], budgets, runs=runs, seed=seed, n_jobs=jobs,
+    sim = simulate(bench, [*tailored_plus.names(variants), baseline], budgets, runs=runs, seed=seed, n_jobs=jobs,
                    g_size=g_size, interval=level)
     frames.append(sim.summary.assign(benchmark=name))
 summary = pd.concat(frames, ignore_index=True)
