@@ -2,20 +2,33 @@
 
 Split-conformal over models (Vovk et al., *Algorithmic Learning in a Random World*,
 2005; Lei et al., "Distribution-free predictive inference for regression", JASA
-2018), with source models standing in for targets: the sources are split into
-``folds``; each fold in turn plays the targets while the other folds are the
-sources, and the method estimates the fold's accuracies exactly as it would a
-target's. The absolute errors of these pseudo-targets, per budget, give the
-half-width ``q``: their conformal quantile ``ceil((n + 1) * level) / n``. A target's
-interval is ``estimate +/- q``, clipped to [0, 1].
+2018), with source models standing in for targets: each source in turn plays the
+target while the others are the sources (leave-one-out, or ``folds`` folds for a
+method whose preparation is costly, such as gp-IRT's IRT fit), and the method
+estimates it exactly as it would a target.
 
-No target result is read. The pseudo-targets are estimated from fewer sources than
-the real targets (``1 - 1/folds`` of them), so the intervals err on the wide side.
+The intervals adapt to each target (normalised conformal scores, Papadopoulos et
+al., "Normalized nonconformity measures for regression conformal prediction", 2008;
+Lei et al. 2018, section 5.2). A target whose answers on the items it was asked
+match some source models closely is estimated well; one unlike every source is not.
+Its :func:`difficulty` is the mean disagreement, on those items, with its
+:data:`NEAREST` closest sources, plus one item (so that a twin of a source still gets
+an interval). The score of a pseudo-target is ``|error| / difficulty``; per budget,
+the conformal quantile ``q`` of the scores (rank ``ceil((n + 1) * level)``) gives
+each target the interval ``estimate +/- q * difficulty``, clipped to [0, 1].
+
+No target result is read beyond the items the method asked. Leaving one source out
+keeps a pseudo-target's neighbourhood of sources as close as possible to a real
+target's; with 10 folds, a pseudo-target also loses a tenth of the sources, often
+some of its nearest, and the intervals come out wider than they need be. Every source
+is a pseudo-target at least ``MIN_ERRORS / n_sources`` times, with independent random
+choices (and fold splits), so that the quantile depends less on one draw.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,26 +37,64 @@ from .methods import get_method, method_options
 from .oracle import Oracle
 
 LEVEL = 0.9
-FOLDS = 10
 REPEATS = 1
-#: With few sources, fold splits are repeated until there are at least this many errors.
-MIN_ERRORS = 50
+#: Repetitions are added until there are at least this many pseudo-targets per budget.
+MIN_ERRORS = 100
+#: Closest sources that set a target's difficulty.
+NEAREST = 5
 #: Key offset of the pseudo-target runs: their random streams never coincide with a
 #: simulation's own runs (which use (seed, run) with run < this).
 _PSEUDO_RUN = 1_000_000
 
 
-def pseudo_target_errors(
+def difficulty(source: np.ndarray, items: np.ndarray, results: np.ndarray, nearest: int = NEAREST) -> float:
+    """How hard one target is to estimate from ``source``, judged on the items it was asked.
+
+    The mean share of ``items`` on which ``results`` differ from each of the
+    ``nearest`` closest sources, plus ``1 / len(items)``.
+
+    Examples
+    --------
+    >>> source = np.array([[1, 1, 0, 0], [1, 0, 1, 0], [0, 0, 0, 0]])
+    >>> difficulty(source, np.array([0, 1]), np.array([1.0, 1.0]), nearest=2)
+    0.75
+    """
+    items = np.asarray(items, dtype=np.int64)
+    if len(items) == 0:
+        return 1.0
+    disagreement = np.abs(source[:, items] - np.asarray(results, dtype=float)).mean(axis=1)
+    return float(np.sort(disagreement)[: min(nearest, len(disagreement))].mean() + 1 / len(items))
+
+
+def difficulties(source: np.ndarray, oracle: Oracle) -> np.ndarray:
+    """:func:`difficulty` of every target of ``oracle``, on the items a method asked of it."""
+    return np.array([difficulty(source, *oracle.revealed(t)) for t in range(oracle.n_targets)])
+
+
+@dataclass(frozen=True)
+class PseudoTargets:
+    """Source models estimated as targets, at one budget."""
+
+    errors: np.ndarray  # absolute errors of the estimates
+    difficulty: np.ndarray  # see difficulty()
+
+    @property
+    def scores(self) -> np.ndarray:
+        """The normalised conformal scores ``errors / difficulty``."""
+        return self.errors / self.difficulty
+
+
+def pseudo_targets(
     method: str,
     source: np.ndarray,
     budgets: Sequence[int],
     *,
     seed: int = 0,
-    folds: int = FOLDS,
+    folds: int | None = None,
     repeats: int | None = None,
     **options,
-) -> dict[int, np.ndarray]:
-    """Absolute errors of ``method`` on source models treated as targets, per budget.
+) -> dict[int, PseudoTargets]:
+    """Errors and difficulties of ``method`` on source models treated as targets, per budget.
 
     Parameters
     ----------
@@ -53,8 +104,9 @@ def pseudo_target_errors(
     budgets : sequence of int
     seed : int
         Seeds the fold splits and the method's random choices.
-    folds : int
-        Cross-validation folds over the source models (at most their number).
+    folds : int, optional
+        Cross-validation folds over the source models (at most their number). By
+        default the method's ``INTERVAL_FOLDS`` if it has one, else one per source.
     repeats : int, optional
         Independent fold splits; each source is a pseudo-target ``repeats`` times.
         By default :data:`REPEATS`, or more when there are fewer than
@@ -65,26 +117,27 @@ def pseudo_target_errors(
     Returns
     -------
     dict
-        ``{budget: errors}``, ``repeats * n_sources`` errors each.
+        ``{budget: PseudoTargets}``, ``repeats * n_sources`` of them each.
 
     Examples
     --------
     >>> rng = np.random.default_rng(0)
     >>> source = (rng.random((20, 80)) < rng.random((20, 1))).astype(float)
-    >>> errors = pseudo_target_errors("random", source, [10], folds=4, repeats=1)
-    >>> errors[10].shape
-    (20,)
+    >>> pseudo = pseudo_targets("random", source, [10], folds=4, repeats=1)
+    >>> pseudo[10].errors.shape, bool((pseudo[10].difficulty >= 0.1).all())
+    ((20,), True)
     """
     n_sources = source.shape[0]
-    folds = min(folds, n_sources)
+    impl = get_method(method)
+    folds = min(folds or getattr(impl, "INTERVAL_FOLDS", n_sources), n_sources)
     if folds < 2 or n_sources - n_sources // folds < 2:
         raise TailoredBenchError(f"{n_sources} source models are too few to calibrate an interval")
-    impl = get_method(method)
     if repeats is None:
         repeats = max(REPEATS, -(-MIN_ERRORS // n_sources))
     budgets = sorted(int(b) for b in budgets)
     options = {**options, **method_options(method), "budgets": budgets}
     errors = {b: [] for b in budgets}
+    hardness = {b: [] for b in budgets}
     for index, kept, held_out in model_folds(n_sources, folds, repeats, seed):
         pseudo_source, pseudo_target = source[kept], source[held_out]
         prepared = impl.prepare(pseudo_source, **options)
@@ -93,7 +146,8 @@ def pseudo_target_errors(
         truth = pseudo_target.mean(axis=1)
         for b in budgets:
             errors[b].append(np.abs(np.asarray(estimates[b]) - truth))
-    return {b: np.concatenate(errors[b]) for b in budgets}
+            hardness[b].append(difficulties(pseudo_source, oracles[b]))
+    return {b: PseudoTargets(np.concatenate(errors[b]), np.concatenate(hardness[b])) for b in budgets}
 
 
 def model_folds(n_models: int, folds: int, repeats: int, seed: int, stream: int = 0):
@@ -111,7 +165,7 @@ def model_folds(n_models: int, folds: int, repeats: int, seed: int, stream: int 
 
 
 def conformal_halfwidth(errors: np.ndarray, level: float = LEVEL) -> float:
-    """The split-conformal quantile of absolute errors: ``q`` with ``P(|error| <= q) >= level``.
+    """The split-conformal quantile of absolute errors (or scores): ``q`` with ``P(|error| <= q) >= level``.
 
     With too few errors for the level (``ceil((n + 1) * level) > n``) the largest
     error is used.
@@ -128,14 +182,17 @@ def conformal_halfwidth(errors: np.ndarray, level: float = LEVEL) -> float:
     return float(errors[rank - 1])
 
 
-def halfwidths(method: str, source: np.ndarray, budgets: Sequence[int], level: float = LEVEL, **kwargs) -> dict:
-    """``{budget: q}`` for ``method`` on these sources (see :func:`pseudo_target_errors`)."""
-    errors = pseudo_target_errors(method, source, budgets, **kwargs)
-    return {b: conformal_halfwidth(e, level) for b, e in errors.items()}
+def scales(method: str, source: np.ndarray, budgets: Sequence[int], level: float = LEVEL, **kwargs) -> dict:
+    """``{budget: q}`` for ``method`` on these sources: a target's half-width is ``q * difficulty``.
+
+    See :func:`pseudo_targets` for the keyword arguments.
+    """
+    pseudo = pseudo_targets(method, source, budgets, **kwargs)
+    return {b: conformal_halfwidth(p.scores, level) for b, p in pseudo.items()}
 
 
-def interval(estimate, halfwidth: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(low, high)``: ``estimate -/+ halfwidth`` clipped to [0, 1].
+def interval(estimate, halfwidth) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)``: ``estimate -/+ halfwidth`` (one per estimate, or one for all) clipped to [0, 1].
 
     Examples
     --------

@@ -12,7 +12,9 @@ Each method is a module with two functions:
 A method with variants is named ``base[variant]`` (e.g. ``tailored_plus[mix]``); the
 variant reaches ``run`` as ``variant=``. A module may also offer
 ``run_variants(..., variants=[...]) -> {variant: {budget: estimates}}`` to compute
-several variants from one pass (the simulation runner then uses it).
+several variants from one pass (the simulation runner then uses it), and
+``INTERVAL_FOLDS``, the folds over source models that calibrate its intervals when
+leaving one source out at a time (the default) would cost too many ``prepare`` calls.
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ class Oracle:
     [[1.0, 1.0], [0.0, 1.0]]
     >>> oracle.spent().tolist()
     [2, 2]
+    >>> [a.tolist() for a in oracle.revealed(1)]
+    [[0, 2], [0.0, 1.0]]
     """
 
     def __init__(self, values: np.ndarray, budget: int | None = None):
@@ -59,3 +61,8 @@ class Oracle:
     def spent(self) -> np.ndarray:
         """Number of distinct items asked of each target."""
         return self._asked.sum(axis=1)
+
+    def revealed(self, target: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(items, results)``: what has been asked of one target so far, items in increasing order."""
+        items = np.flatnonzero(self._asked[target])
+        return items, self._values[target, items]

@@ -13,6 +13,7 @@ from scipy.stats import kendalltau
 from .datasets.benchmarks import Benchmark, load_benchmark
 from .datasets.matrix import ResponseMatrix
 from .errors import TailoredBenchError
+from .intervals import difficulties
 from .methods import get_method, method_options, split_name
 from .oracle import Oracle
 
@@ -78,21 +79,20 @@ def check_inputs(bench: Benchmark, budgets: Sequence[int], g_size: int, methods:
         get_method(name)
 
 
+def _variant(name: str, impl) -> str:
+    return method_options(name).get("variant", impl.DEFAULT_VARIANT)
+
+
 def _variants(methods, base) -> dict:
-    # a method with variants prepares for those asked of it (e.g. the "auto" choice)
+    # a method with variants prepares for those asked of it (e.g. fits TailoredBench+'s stacking weights)
     impl = get_method(base)
     if not hasattr(impl, "VARIANTS"):
         return {}
-    return {
-        "variants": [
-            method_options(n).get("variant", impl.DEFAULT_VARIANT) for n in methods if split_name(n)[0] == base
-        ]
-    }
+    return {"variants": [_variant(n, impl) for n in methods if split_name(n)[0] == base]}
 
 
-def _one_run(run, methods, prepared, source, target, budgets, seed, options):
-    rows = {}
-    seconds = {}
+def _one_run(run, methods, prepared, source, target, budgets, seed, options, with_difficulty=False):
+    rows, seconds, hardness = {}, {}, {}
     by_base: dict[str, list[str]] = {}
     for name in methods:
         by_base.setdefault(split_name(name)[0], []).append(name)
@@ -102,19 +102,24 @@ def _one_run(run, methods, prepared, source, target, budgets, seed, options):
             # several variants of one method from one pass (same probes, same oracle)
             start = time.perf_counter()
             oracles = {b: Oracle(target, budget=b) for b in budgets}
-            variants = [method_options(n).get("variant", impl.DEFAULT_VARIANT) for n in names]
+            variants = [_variant(n, impl) for n in names]
             out = impl.run_variants(prepared[base], source, oracles, (seed, run), variants=variants, **options)
             for name, variant in zip(names, variants, strict=True):
                 rows[name] = np.vstack([out[variant][b] for b in budgets])
                 seconds[name] = (time.perf_counter() - start) / len(names)
-            continue
-        for name in names:
-            start = time.perf_counter()
-            oracles = {b: Oracle(target, budget=b) for b in budgets}
-            estimates = impl.run(prepared[base], source, oracles, (seed, run), **options, **method_options(name))
-            seconds[name] = time.perf_counter() - start
-            rows[name] = np.vstack([estimates[b] for b in budgets])
-    return run, rows, seconds
+            runs = {name: oracles for name in names}
+        else:
+            runs = {}
+            for name in names:
+                start = time.perf_counter()
+                runs[name] = oracles = {b: Oracle(target, budget=b) for b in budgets}
+                estimates = impl.run(prepared[base], source, oracles, (seed, run), **options, **method_options(name))
+                seconds[name] = time.perf_counter() - start
+                rows[name] = np.vstack([estimates[b] for b in budgets])
+        if with_difficulty:  # what each target's interval scales with (tailoredbench.intervals)
+            for name, oracles in runs.items():
+                hardness[name] = np.vstack([difficulties(source, oracles[b]) for b in budgets])
+    return run, rows, seconds, hardness
 
 
 def simulate(
@@ -201,7 +206,8 @@ def simulate(
     config = {"n_jobs": n_jobs} if backend is None else {"backend": backend, "n_jobs": n_jobs}
     with parallel_config(**config):
         tasks = Parallel(return_as="generator")(
-            delayed(_one_run)(r, methods, prepared, source, target, budgets, seed, options) for r in range(runs)
+            delayed(_one_run)(r, methods, prepared, source, target, budgets, seed, options, interval is not None)
+            for r in range(runs)
         )
         if progress:
             from tqdm.auto import tqdm
@@ -212,21 +218,20 @@ def simulate(
 
     truth = target.mean(axis=1)
     frames = []
-    for run, rows, _ in outputs:
+    for run, rows, _, hardness in outputs:
         for name, block in rows.items():
             for b_index, budget in enumerate(budgets):
-                frames.append(
-                    pd.DataFrame(
-                        {
-                            "run": run,
-                            "budget": budget,
-                            "method": name,
-                            "target": list(bench.target.models),
-                            "true": truth,
-                            "estimate": block[b_index],
-                        }
-                    )
-                )
+                frame = {
+                    "run": run,
+                    "budget": budget,
+                    "method": name,
+                    "target": list(bench.target.models),
+                    "true": truth,
+                    "estimate": block[b_index],
+                }
+                if name in hardness:
+                    frame["difficulty"] = hardness[name][b_index]
+                frames.append(pd.DataFrame(frame))
     results = pd.concat(frames, ignore_index=True)
     if interval is not None:
         results = _with_intervals(results, methods, source, budgets, seed, interval, options, prepared)
@@ -247,7 +252,7 @@ def simulate(
 
 
 def _with_intervals(results, methods, source, budgets, seed, level, options, prepared) -> pd.DataFrame:
-    from .intervals import halfwidths, interval
+    from .intervals import interval, scales
 
     options = {k: v for k, v in options.items() if k != "budgets"}
     results = results.copy()
@@ -257,10 +262,11 @@ def _with_intervals(results, methods, source, budgets, seed, level, options, pre
         # fitted combination weights (TailoredBench+) are reused in the folds rather than refitted in each
         fitted = prepared[split_name(name)[0]]
         reused = {"weights": fitted["weights"]} if "weights" in fitted else {}
-        q = halfwidths(name, source, budgets, level, seed=seed, **options, **reused)
+        q = scales(name, source, budgets, level, seed=seed, **options, **reused)
         for budget in budgets:
             rows = (results["method"] == name) & (results["budget"] == budget)
-            low, high = interval(results.loc[rows, "estimate"].to_numpy(), q[budget])
+            halfwidth = q[budget] * results.loc[rows, "difficulty"].to_numpy()
+            low, high = interval(results.loc[rows, "estimate"].to_numpy(), halfwidth)
             results.loc[rows, "interval_low"] = low
             results.loc[rows, "interval_high"] = high
     return results

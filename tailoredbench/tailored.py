@@ -450,12 +450,15 @@ class TailoredBench:
             raise TailoredBenchError(
                 f"expected {len(self.probe_.medoids) - self.g_size} N-set results, got {len(n_results)}"
             )
+        self.probe_results_ = y
         if self.estimator == "plus":
             from .tailored_plus import combine, components, stack_weights
 
             source, budget = self.source_, len(self.probe_.medoids)
             # TailoredBench+'s stacking weights, fitted on the source models at this budget
-            weights = self.__dict__.setdefault("stack_weights_", {})
+            if not hasattr(self, "stack_weights_"):
+                self.stack_weights_ = {}
+            weights = self.stack_weights_
             if budget not in weights:
                 weights[budget] = stack_weights(
                     source, [budget], g_size=self.g_size, distance=self.distance, seed=self._key[0]
@@ -470,21 +473,24 @@ class TailoredBench:
         """An interval around :meth:`estimate`'s value that holds the true accuracy with ``level`` probability.
 
         Calibrated on the source models alone, each fold of them in turn playing the
-        new model (:mod:`tailoredbench.intervals`); computed once per budget and level.
+        new model, and scaled by how closely the new model's probe results match its
+        nearest sources (:mod:`tailoredbench.intervals`). The calibration runs once
+        per budget and level and is kept in ``interval_scales_``.
         """
-        from .intervals import halfwidths, interval
+        from .intervals import difficulty, interval, scales
 
         if not hasattr(self, "estimate_"):
             raise TailoredBenchError("call estimate() before interval()")
         budget = len(self.probe_.medoids)
-        cache = self.__dict__.setdefault("_halfwidths", {})
-        if (budget, level) not in cache:
+        if not hasattr(self, "interval_scales_"):
+            self.interval_scales_ = {}
+        if (budget, level) not in self.interval_scales_:
             method = "tailored_plus" if self.estimator == "plus" else "tailoredbench"
             options = {"g_size": self.g_size, "distance": self.distance}
             if self.estimator == "plus":
                 options["weights"] = self.stack_weights_[budget]
-            cache[budget, level] = halfwidths(method, self.source_, [budget], level, seed=self._key[0], **options)[
-                budget
-            ]
-        low, high = interval(self.estimate_, cache[budget, level])
+            q = scales(method, self.source_, [budget], level, seed=self._key[0], **options)[budget]
+            self.interval_scales_[budget, level] = q
+        hardness = difficulty(self.source_, self.probe_.medoids, self.probe_results_)
+        low, high = interval(self.estimate_, self.interval_scales_[budget, level] * hardness)
         return float(low), float(high)

@@ -3,7 +3,7 @@
 Beyond the paper. The probe is exactly TailoredBench's (same G-set, native sources
 and N-set, same random streams, hence the same budget); only the last step changes.
 The calibrated estimate uses the target's result on each medoid for that medoid's
-cluster alone. Two more estimates use all of the target's probe results jointly:
+cluster alone. Three more estimates err in other ways:
 
 * a ridge regression, fitted on the source models, from their results on the
   target's probe items to their full-benchmark accuracy (as in Zhang et al., *How
@@ -11,19 +11,24 @@ cluster alone. Two more estimates use all of the target's probe results jointly:
   than random items), each source weighted by its agreement with the target on those
   items (a locally weighted regression);
 * the accuracy of the sources that agree most with the target on the probe
-  (a kernel-weighted nearest-neighbour mean, Nadaraya-Watson).
+  (a kernel-weighted nearest-neighbour mean, Nadaraya-Watson);
+* the target's own probe results weighted by cluster size (the uncalibrated
+  estimate): nearly unbiased but noisy, where the others borrow strength from the
+  sources and are biased towards them.
 
-The three err in partly independent ways. TailoredBench+ (``"stacked"``) is their
-convex combination, with weights fitted by cross-validation on the *source* models
-only (split into pseudo-sources and pseudo-targets; :func:`stack_weights`), per
-benchmark: no target result is used to choose anything.
+TailoredBench+ (``"stacked"``) is their convex combination (stacked generalisation,
+Wolpert, *Neural Networks* 1992; Breiman, *Machine Learning* 1996), with weights
+fitted by cross-validation on the *source* models only (split into pseudo-sources
+and pseudo-targets; :func:`stack_weights`), per benchmark: no target result is used
+to choose anything.
 
 Variants (``variant=``) keep each ingredient measurable on its own:
-``"calibrated"`` (TailoredBench's own estimate), ``"regression"`` (ridge, sources
-weighted equally), ``"local_regression"``, ``"neighbours"``, ``"soft_calibration"``
-(calibration against a native mean weighting every source by its agreement on the
-probe, instead of the hard top-n cut), ``"mix"`` and ``"local_mix"`` (the mean of the
-calibrated and the regression estimates) and ``"stacked"`` (the default).
+``"calibrated"`` (TailoredBench's own estimate), ``"uncalibrated"``, ``"regression"``
+(ridge, sources weighted equally), ``"local_regression"``, ``"neighbours"``,
+``"soft_calibration"`` (calibration against a native mean weighting every source by
+its agreement on the probe, instead of the hard top-n cut), ``"mix"`` and
+``"local_mix"`` (the mean of the calibrated and the regression estimates) and
+``"stacked"`` (the default).
 """
 
 from __future__ import annotations
@@ -39,9 +44,10 @@ from .errors import TailoredBenchError
 from .oracle import Oracle
 
 #: The estimates that ``"stacked"`` combines.
-COMPONENTS = ("calibrated", "local_regression", "neighbours")
+COMPONENTS = ("calibrated", "local_regression", "neighbours", "uncalibrated")
 VARIANTS = (
     "calibrated",
+    "uncalibrated",
     "regression",
     "local_regression",
     "neighbours",
@@ -130,6 +136,7 @@ def components(
     near = agreement_weights(X, results, NEIGHBOUR_BANDWIDTH)
     return {
         "calibrated": tailored.calibrated_estimate(native_mean, probe, results),
+        "uncalibrated": tailored.uncalibrated_estimate(probe, results),
         "regression": float(np.clip(results @ coef + intercept, 0.0, 1.0)),
         "local_regression": float(np.clip(results @ local_coef + local_intercept, 0.0, 1.0)),
         "neighbours": float(near @ accuracy / near.sum()),
@@ -142,8 +149,8 @@ def combine(parts: Mapping[str, float], variant: str, weights=None) -> float:
 
     Examples
     --------
-    >>> parts = {"calibrated": 0.5, "regression": 0.7, "local_regression": 0.6, "neighbours": 0.4}
-    >>> combine(parts, "mix"), round(combine(parts, "stacked", [0.5, 0.5, 0.0]), 6)
+    >>> parts = {"calibrated": 0.5, "regression": 0.7, "local_regression": 0.6, "neighbours": 0.4, "uncalibrated": 0.3}
+    >>> combine(parts, "mix"), round(combine(parts, "stacked", [0.5, 0.5, 0.0, 0.0]), 6)
     (0.6, 0.55)
     """
     if check_variant(variant) == "stacked":

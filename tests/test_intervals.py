@@ -11,6 +11,7 @@ from tailoredbench import intervals, tailored
 from tailoredbench.cli import main
 from tailoredbench.errors import TailoredBenchError
 from tailoredbench.methods import METHODS
+from tailoredbench.oracle import Oracle
 from tailoredbench.simulate import simulate
 
 
@@ -29,18 +30,42 @@ def test_bad_level_is_an_error():
         intervals.conformal_halfwidth(np.ones(5), 1.5)
 
 
-def test_pseudo_target_errors_cover_every_source_each_repeat():
+def test_pseudo_targets_cover_every_source_each_repeat():
     source = synthetic_matrix(30, 80, seed=1)  # SYNTHETIC
-    errors = intervals.pseudo_target_errors("tailoredbench", source, [15, 20], g_size=5, repeats=2)
-    assert set(errors) == {15, 20}
-    assert errors[15].shape == (60,)
-    again = intervals.pseudo_target_errors("tailoredbench", source, [15, 20], g_size=5, repeats=2)
-    assert np.array_equal(errors[20], again[20])
+    pseudo = intervals.pseudo_targets("tailoredbench", source, [15, 20], g_size=5, repeats=2)
+    assert set(pseudo) == {15, 20}
+    assert pseudo[15].errors.shape == pseudo[15].difficulty.shape == (60,)
+    again = intervals.pseudo_targets("tailoredbench", source, [15, 20], g_size=5, repeats=2)
+    assert np.array_equal(pseudo[20].scores, again[20].scores)
+
+
+def test_difficulty_against_brute_force(rng):
+    source = (rng.random((9, 30)) < 0.5).astype(float)
+    items, results = np.array([3, 7, 11, 20]), np.array([1.0, 0.0, 0.0, 1.0])
+    for nearest in (1, 3, 9, 20):
+        shares = sorted(sum(source[m, i] != r for i, r in zip(items, results, strict=True)) / 4 for m in range(9))
+        brute = sum(shares[:nearest]) / min(nearest, 9) + 1 / 4
+        assert intervals.difficulty(source, items, results, nearest) == pytest.approx(brute)
+
+
+def test_a_twin_of_a_source_gets_the_narrowest_interval(rng):
+    source = (rng.random((12, 40)) < 0.5).astype(float)
+    items = np.arange(10)
+    twin = intervals.difficulty(source, items, source[0, items], nearest=1)
+    stranger = intervals.difficulty(source, items, 1 - source[0, items], nearest=1)
+    assert twin == pytest.approx(0.1) and stranger > twin
+
+
+def test_difficulty_uses_only_the_revealed_items():
+    oracle = Oracle(np.array([[1.0, 0.0, 1.0, 0.0]]))
+    oracle.ask([0, 2])
+    source = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
+    assert intervals.difficulties(source, oracle).tolist() == [intervals.difficulty(source, [0, 2], [1.0, 1.0])]
 
 
 def test_too_few_sources_for_an_interval():
     with pytest.raises(TailoredBenchError, match="too few"):
-        intervals.pseudo_target_errors("random", synthetic_matrix(2, 30), [5])
+        intervals.pseudo_targets("random", synthetic_matrix(2, 30), [5])
 
 
 def test_simulation_records_intervals_and_coverage():
@@ -55,6 +80,11 @@ def test_simulation_records_intervals_and_coverage():
     assert np.allclose(summary["coverage"], by_method.reindex(summary.index))
     assert (summary["width"] > 0).all()
     assert sim.settings["interval"] == 0.9
+    # adaptive: a target that is harder to match gets a wider interval (where clipping does not bite)
+    inner = res[(res["interval_low"] > 0) & (res["interval_high"] < 1)]
+    ratio = (inner["interval_high"] - inner["interval_low"]) / inner["difficulty"]
+    assert np.allclose(ratio.groupby([inner["method"], inner["budget"]]).std().fillna(0), 0, atol=1e-9)
+    assert inner["difficulty"].nunique() > 1
 
 
 def test_cli_json_has_coverage_and_tidy_has_intervals(tmp_path, capsys):

@@ -40,6 +40,9 @@ PRIOR = {"theta": 1.0, "a": 1.0, "b": 0.1}
 VALIDATION_SHARE = 0.2
 CACHE_VERSION = 1
 
+#: Each fold of an interval's calibration refits the IRT model: ten, not one per source.
+INTERVAL_FOLDS = 10
+
 
 @dataclass(frozen=True)
 class IRTModel:
