@@ -93,6 +93,7 @@ def _variants(methods, base) -> dict:
 
 def _one_run(run, methods, prepared, source, target, budgets, seed, options, with_difficulty=False):
     rows, seconds, hardness = {}, {}, {}
+    passes: list[tuple[list[str], dict]] = []  # (method names, the oracles they asked through)
     by_base: dict[str, list[str]] = {}
     for name in methods:
         by_base.setdefault(split_name(name)[0], []).append(name)
@@ -107,18 +108,19 @@ def _one_run(run, methods, prepared, source, target, budgets, seed, options, wit
             for name, variant in zip(names, variants, strict=True):
                 rows[name] = np.vstack([out[variant][b] for b in budgets])
                 seconds[name] = (time.perf_counter() - start) / len(names)
-            runs = {name: oracles for name in names}
-        else:
-            runs = {}
-            for name in names:
-                start = time.perf_counter()
-                runs[name] = oracles = {b: Oracle(target, budget=b) for b in budgets}
-                estimates = impl.run(prepared[base], source, oracles, (seed, run), **options, **method_options(name))
-                seconds[name] = time.perf_counter() - start
-                rows[name] = np.vstack([estimates[b] for b in budgets])
-        if with_difficulty:  # what each target's interval scales with (tailoredbench.intervals)
-            for name, oracles in runs.items():
-                hardness[name] = np.vstack([difficulties(source, oracles[b]) for b in budgets])
+            passes.append((names, oracles))
+            continue
+        for name in names:
+            start = time.perf_counter()
+            oracles = {b: Oracle(target, budget=b) for b in budgets}
+            estimates = impl.run(prepared[base], source, oracles, (seed, run), **options, **method_options(name))
+            seconds[name] = time.perf_counter() - start
+            rows[name] = np.vstack([estimates[b] for b in budgets])
+            passes.append(([name], oracles))
+    if with_difficulty:  # what each target's interval scales with (tailoredbench.intervals), once per pass
+        for names, oracles in passes:
+            block = np.vstack([difficulties(source, oracles[b]) for b in budgets])
+            hardness.update(dict.fromkeys(names, block))
     return run, rows, seconds, hardness
 
 
