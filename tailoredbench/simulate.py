@@ -13,7 +13,7 @@ from scipy.stats import kendalltau
 from .datasets.benchmarks import Benchmark, load_benchmark
 from .datasets.matrix import ResponseMatrix
 from .errors import TailoredBenchError
-from .intervals import difficulties
+from .intervals import difficulty, revealed_unlikeness
 from .methods import get_method, method_options, split_name
 from .oracle import Oracle
 
@@ -37,6 +37,9 @@ class Simulation:
         The arguments, for ``metrics.json``.
     seconds_per_run : dict
         Per method, wall-clock seconds of one run (all budgets and targets).
+    calibration : dict
+        With intervals: per method and budget, the source models estimated as
+        targets that calibrated them (:class:`tailoredbench.intervals.PseudoTargets`).
     """
 
     results: pd.DataFrame
@@ -44,6 +47,7 @@ class Simulation:
     benchmark: dict
     settings: dict
     seconds_per_run: dict = field(default_factory=dict)
+    calibration: dict = field(default_factory=dict)
 
 
 def _as_benchmark(benchmark) -> Benchmark:
@@ -117,10 +121,11 @@ def _one_run(run, methods, prepared, source, target, budgets, seed, options, wit
             seconds[name] = time.perf_counter() - start
             rows[name] = np.vstack([estimates[b] for b in budgets])
             passes.append(([name], oracles))
-    if with_difficulty:  # what each target's interval scales with (tailoredbench.intervals), once per pass
+    if with_difficulty:  # what each target's interval scales with (tailoredbench.intervals)
         for names, oracles in passes:
-            block = np.vstack([difficulties(source, oracles[b]) for b in budgets])
-            hardness.update(dict.fromkeys(names, block))
+            revealed = [revealed_unlikeness(source, oracles[b]) for b in budgets]  # once per pass
+            for name in names:
+                hardness[name] = np.vstack([difficulty(rows[name][i], *revealed[i]) for i in range(len(budgets))])
     return run, rows, seconds, hardness
 
 
@@ -235,8 +240,9 @@ def simulate(
                     frame["difficulty"] = hardness[name][b_index]
                 frames.append(pd.DataFrame(frame))
     results = pd.concat(frames, ignore_index=True)
+    calibration = {}
     if interval is not None:
-        results = _with_intervals(results, methods, source, budgets, seed, interval, options, prepared)
+        results, calibration = _with_intervals(results, methods, source, budgets, seed, interval, options, prepared)
     seconds = {name: float(np.mean([out[2][name] for out in outputs])) for name in methods}
     seconds["wall_per_run"] = wall / runs
     settings = {
@@ -250,28 +256,31 @@ def simulate(
         "method_options": dict(method_options or {}),
         "interval": interval,
     }
-    return Simulation(results, summarize(results), bench.summary(), settings, seconds)
+    return Simulation(results, summarize(results), bench.summary(), settings, seconds, calibration)
 
 
-def _with_intervals(results, methods, source, budgets, seed, level, options, prepared) -> pd.DataFrame:
-    from .intervals import interval, scales
+def _with_intervals(results, methods, source, budgets, seed, level, options, prepared):
+    """``results`` with each estimate's interval, and ``{method: {budget: PseudoTargets}}`` it was calibrated on."""
+    from .intervals import conformal_halfwidth, interval, pseudo_targets
 
     options = {k: v for k, v in options.items() if k != "budgets"}
     results = results.copy()
     results["interval_low"] = np.nan
     results["interval_high"] = np.nan
+    calibration = {}
     for name in methods:
         # fitted combination weights (TailoredBench+) are reused in the folds rather than refitted in each
         fitted = prepared[split_name(name)[0]]
         reused = {"weights": fitted["weights"]} if "weights" in fitted else {}
-        q = scales(name, source, budgets, level, seed=seed, **options, **reused)
+        calibration[name] = pseudo_targets(name, source, budgets, seed=seed, **options, **reused)
         for budget in budgets:
             rows = (results["method"] == name) & (results["budget"] == budget)
-            halfwidth = q[budget] * results.loc[rows, "difficulty"].to_numpy()
+            q = conformal_halfwidth(calibration[name][budget].scores, level)
+            halfwidth = q * results.loc[rows, "difficulty"].to_numpy()
             low, high = interval(results.loc[rows, "estimate"].to_numpy(), halfwidth)
             results.loc[rows, "interval_low"] = low
             results.loc[rows, "interval_high"] = high
-    return results
+    return results, calibration
 
 
 def per_run_metrics(results: pd.DataFrame) -> pd.DataFrame:

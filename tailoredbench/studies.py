@@ -6,7 +6,10 @@ benchmarks with the same seeds (a paired comparison), :func:`by_arm` averages ov
 benchmarks as the paper does, :func:`paper_table` sets the paper's figure beside
 ours, and :func:`write_study` writes ``tables/``, ``figures/`` and ``metrics.json``.
 The beyond-the-paper notebook uses :func:`compare_on_sources` (TailoredBench+'s
-variants with source models only) and :func:`beyond_table`.
+variants with source models only), :func:`beyond_table`, :func:`normalisation_table`
+(how the intervals scale, on source models) and :func:`coverage_by_target` and
+:func:`coverage_by_split` (how far an interval's coverage depends on which models are
+the targets).
 """
 
 from __future__ import annotations
@@ -298,17 +301,21 @@ MAE_TARGET = {"gsm8k": 0.90, "arc_challenge": 0.90}
 COVERAGE_RANGE = (0.85, 0.95)
 
 
-def beyond_table(summary: pd.DataFrame, chosen: str) -> pd.DataFrame:
+def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per benchmark and method: MAE, tau, coverage and width over budgets, against the faithful method.
 
     ``summary`` is the concatenated simulation summaries with a ``benchmark``
     column, including ``tailored_plus[calibrated]`` (the faithful estimate).
-    ``meets_mae`` checks the ratio target (<= 0.9 on GSM8K and ARC, <= 1 elsewhere)
-    and a tau not lower; ``meets_coverage`` the 85-95% range.
+    ``spread``, if given, adds the ``coverage_se`` of :func:`coverage_by_target`
+    (with a ``benchmark`` column). ``meets_mae`` checks the ratio target (<= 0.9 on
+    GSM8K and ARC, <= 1 elsewhere) and a tau not lower; ``meets_coverage`` the 85-95%
+    range.
     """
     faithful = tailored_plus.names(["calibrated"])[0]
     table = summary.groupby(["benchmark", "method"], sort=False)[["mae", "kendall_tau", "coverage", "width"]].mean()
     table = table.reset_index()
+    if spread is not None:
+        table = table.merge(spread[["benchmark", "method", "coverage_se"]], on=["benchmark", "method"], how="left")
     base = table[table["method"] == faithful].set_index("benchmark")
     table["mae_ratio"] = table["mae"] / table["benchmark"].map(base["mae"])
     table["tau_change"] = table["kendall_tau"] - table["benchmark"].map(base["kendall_tau"])
@@ -327,6 +334,122 @@ def beyond_table(summary: pd.DataFrame, chosen: str) -> pd.DataFrame:
     table["meets_mae"] = table["meets_mae"].astype(object)
     table.loc[table["method"] == faithful, "meets_mae"] = None  # the reference itself
     return table
+
+
+def normalisation_table(
+    calibrations: Mapping[str, Mapping], methods: Sequence[str], level: float = 0.9
+) -> pd.DataFrame:
+    """How wide each of :data:`~tailoredbench.intervals.NORMALISATIONS` makes the intervals, on source models only.
+
+    ``calibrations`` maps a benchmark to its simulation's ``calibration`` (per
+    method and budget, the left-out sources that calibrated the intervals). For each
+    method of ``methods``, the mean width over budgets of intervals calibrated on
+    those sources (:meth:`~tailoredbench.intervals.PseudoTargets.width`) and its
+    ratio to no normalisation; ``mean`` rows average the ratios over benchmarks, and
+    ``all`` rows over methods too. The normalisation with the lowest ``all`` ratio
+    is the one a user would choose without seeing any target.
+    """
+    from .intervals import NORMALISATIONS
+
+    rows = []
+    for benchmark, calibration in calibrations.items():
+        for method in methods:
+            widths = {
+                n: float(np.mean([p.width(n, level) for p in calibration[method].values()])) for n in NORMALISATIONS
+            }
+            rows += [
+                {"benchmark": benchmark, "method": method, "normalisation": n, "width": w, "ratio": w / widths["none"]}
+                for n, w in widths.items()
+            ]
+    table = pd.DataFrame(rows)
+    mean = table.groupby(["method", "normalisation"], sort=False)[["width", "ratio"]].mean().reset_index()
+    overall = table.groupby("normalisation", sort=False)[["width", "ratio"]].mean().reset_index()
+    return pd.concat([table, mean.assign(benchmark="mean"), overall.assign(benchmark="mean", method="all")])[
+        ["benchmark", "method", "normalisation", "width", "ratio"]
+    ].reset_index(drop=True)
+
+
+def coverage_by_target(results: pd.DataFrame) -> pd.DataFrame:
+    """Per method: interval coverage over all targets, runs and budgets, and its standard error across targets.
+
+    Each target's coverage over its runs and budgets is one observation: the
+    standard error (their spread over ``sqrt(n_targets)``) says how much the figure
+    would move with another set of target models, which a run count cannot reduce.
+
+    Examples
+    --------
+    >>> results = pd.DataFrame({"method": "m", "target": ["a", "a", "b", "b"], "true": 0.5,
+    ...                         "interval_low": [0.4, 0.6, 0.4, 0.4], "interval_high": 0.6})
+    >>> coverage_by_target(results).round(3).to_dict("records")
+    [{'method': 'm', 'coverage': 0.75, 'coverage_se': 0.25}]
+    """
+    covered = results["interval_low"].le(results["true"]) & results["true"].le(results["interval_high"])
+    per_target = results.assign(covered=covered).groupby(["method", "target"], sort=False)["covered"].mean()
+    return (
+        per_target.groupby(level="method", sort=False)
+        .agg(coverage="mean", coverage_se=lambda v: v.std(ddof=1) / np.sqrt(len(v)))
+        .reset_index()
+    )
+
+
+def coverage_by_split(
+    name: str,
+    splits: Sequence[tuple[str, int]] = (("interleave", 0), ("random", 1), ("random", 2), ("random", 3)),
+    *,
+    method: str = "tailored_plus",
+    runs: int = 20,
+    seed: int = 0,
+    n_jobs: int = 1,
+    level: float = 0.9,
+) -> pd.DataFrame:
+    """Interval coverage of ``method`` when benchmark ``name``'s models are split into sources and targets otherwise.
+
+    The benchmark's source and target models are pooled and split again by each
+    ``(how, split_seed)`` of ``splits`` (:func:`~tailoredbench.datasets.matrix.split_models`).
+    A last row splits the source models alone (accuracy-stratified interleave, as
+    :func:`compare_on_sources` does): the check a user can run without any target
+    result. The interval is calibrated on each split's own sources, as always.
+
+    Returns
+    -------
+    DataFrame
+        One row per split: ``models`` (``all`` or ``sources only``), ``split``,
+        ``split_seed``, ``coverage`` and its ``coverage_se`` across targets
+        (:func:`coverage_by_target`), mean ``width``, ``mae`` and ``kendall_tau``
+        averaged over the benchmark's budgets.
+    """
+    from .datasets.matrix import ResponseMatrix, split_models
+    from .notebooks import BENCHMARK_NOTEBOOKS
+
+    bench, g_size = study_benchmark(name, seed)
+    budgets = BENCHMARK_NOTEBOOKS[name]["parameters"]["budgets"]
+    pooled = ResponseMatrix(
+        np.vstack([bench.source.values, bench.target.values]),
+        tuple(f"source:{m}" for m in bench.source.models) + tuple(f"target:{m}" for m in bench.target.models),
+        bench.source.items,
+        f"{name} (all models)",
+    )
+    cases = [("all", how, split_seed, *split_models(pooled, how, split_seed)) for how, split_seed in splits]
+    cases.append(("sources only", "interleave", 0, *split_models(bench.source, "interleave")))
+    rows = []
+    for models, how, split_seed, source, target in cases:
+        resplit = Benchmark(f"{name} ({models}, {how} split {split_seed})", source, target, {})
+        sim = simulate(resplit, [method], budgets, runs=runs, seed=seed, n_jobs=n_jobs, g_size=g_size, interval=level)
+        spread = coverage_by_target(sim.results).iloc[0]
+        means = sim.summary[["mae", "kendall_tau", "width"]].mean()
+        rows.append(
+            {
+                "models": models,
+                "split": how,
+                "split_seed": split_seed,
+                "sources": source.n_models,
+                "targets": target.n_models,
+                "coverage": spread["coverage"],
+                "coverage_se": spread["coverage_se"],
+                **means.to_dict(),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------

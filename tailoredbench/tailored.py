@@ -472,12 +472,13 @@ class TailoredBench:
     def interval(self, level: float = 0.9) -> tuple[float, float]:
         """An interval around :meth:`estimate`'s value that holds the true accuracy with ``level`` probability.
 
-        Calibrated on the source models alone, each fold of them in turn playing the
-        new model, and scaled by how closely the new model's probe results match its
-        nearest sources (:mod:`tailoredbench.intervals`). The calibration runs once
+        Calibrated on the source models alone, each of them in turn playing the new
+        model, and scaled by the new model's difficulty: the sampling error of its
+        estimate and how closely its probe results match its nearest sources
+        (:mod:`tailoredbench.intervals`). The calibration runs once
         per budget and level and is kept in ``interval_scales_``.
         """
-        from .intervals import difficulty, interval, scales
+        from .intervals import difficulty, interval, scales, unlikeness
 
         if not hasattr(self, "estimate_"):
             raise TailoredBenchError("call estimate() before interval()")
@@ -491,6 +492,7 @@ class TailoredBench:
                 options["weights"] = self.stack_weights_[budget]
             q = scales(method, self.source_, [budget], level, seed=self._key[0], **options)[budget]
             self.interval_scales_[budget, level] = q
-        hardness = difficulty(self.source_, self.probe_.medoids, self.probe_results_)
+        unlike = unlikeness(self.source_, self.probe_.medoids, self.probe_results_)
+        hardness = difficulty(self.estimate_, unlike, len(self.probe_.medoids))
         low, high = interval(self.estimate_, self.interval_scales_[budget, level] * hardness)
         return float(low), float(high)

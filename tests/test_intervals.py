@@ -39,28 +39,49 @@ def test_pseudo_targets_cover_every_source_each_repeat():
     assert np.array_equal(pseudo[20].scores, again[20].scores)
 
 
-def test_difficulty_against_brute_force(rng):
+def test_unlikeness_against_brute_force(rng):
     source = (rng.random((9, 30)) < 0.5).astype(float)
     items, results = np.array([3, 7, 11, 20]), np.array([1.0, 0.0, 0.0, 1.0])
     for nearest in (1, 3, 9, 20):
         shares = sorted(sum(source[m, i] != r for i, r in zip(items, results, strict=True)) / 4 for m in range(9))
-        brute = sum(shares[:nearest]) / min(nearest, 9) + 1 / 4
-        assert intervals.difficulty(source, items, results, nearest) == pytest.approx(brute)
+        brute = sum(shares[:nearest]) / min(nearest, 9)
+        assert intervals.unlikeness(source, items, results, nearest) == pytest.approx(brute)
+
+
+def test_difficulty_adds_sampling_error_and_unlikeness():
+    for estimate, unlike, n in [(0.5, 0.0, 20), (0.1, 0.3, 35), (1.0, 0.2, 40)]:
+        brute = (estimate * (1 - estimate) / n) ** 0.5 + 1 / n + unlike + 1 / n
+        assert intervals.difficulty(estimate, unlike, n) == pytest.approx(brute)
+    assert intervals.difficulty(0.5, 1.0, 0) == 1.0  # nothing asked
+    assert intervals.NORMALISATIONS[intervals.IN_USE] is intervals.difficulty
 
 
 def test_a_twin_of_a_source_gets_the_narrowest_interval(rng):
     source = (rng.random((12, 40)) < 0.5).astype(float)
     items = np.arange(10)
-    twin = intervals.difficulty(source, items, source[0, items], nearest=1)
-    stranger = intervals.difficulty(source, items, 1 - source[0, items], nearest=1)
-    assert twin == pytest.approx(0.1) and stranger > twin
+    twin = intervals.unlikeness(source, items, source[0, items], nearest=1)
+    stranger = intervals.unlikeness(source, items, 1 - source[0, items], nearest=1)
+    assert twin == 0 and stranger > twin
+    assert intervals.difficulty(0.5, twin, 10) < intervals.difficulty(0.5, stranger, 10)
 
 
 def test_difficulty_uses_only_the_revealed_items():
     oracle = Oracle(np.array([[1.0, 0.0, 1.0, 0.0]]))
     oracle.ask([0, 2])
     source = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
-    assert intervals.difficulties(source, oracle).tolist() == [intervals.difficulty(source, [0, 2], [1.0, 1.0])]
+    expected = intervals.difficulty(0.4, intervals.unlikeness(source, [0, 2], [1.0, 1.0]), 2)
+    assert intervals.difficulties(source, oracle, [0.4]).tolist() == [expected]
+
+
+def test_width_of_a_normalisation_against_brute_force(rng):
+    n = 40
+    pseudo = intervals.PseudoTargets(rng.random(n) / 10, rng.random(n), rng.random(n) / 3, np.full(n, 20))
+    for name, scale_of in intervals.NORMALISATIONS.items():
+        scale = scale_of(pseudo.estimates, pseudo.unlike, pseudo.n_items)
+        scores = np.sort(pseudo.errors / scale)
+        q = scores[int(np.ceil((n + 1) * 0.9)) - 1]  # the conformal rank
+        assert pseudo.width(name, 0.9) == pytest.approx(2 * q * scale.mean())
+    assert np.allclose(pseudo.scores, pseudo.errors / pseudo.difficulty)
 
 
 def test_too_few_sources_for_an_interval():

@@ -78,6 +78,30 @@ def test_paper_table_sets_the_paper_beside_ours():
     assert table["mae"].tolist() == pytest.approx([0.2, 0.3])
 
 
+def test_coverage_by_target_matches_brute_force():
+    rng = np.random.default_rng(3)
+    rows = [
+        {
+            "method": m,
+            "target": t,
+            "run": r,
+            "true": rng.random(),
+            "interval_low": rng.random() / 2,
+            "interval_high": 0.5 + rng.random() / 2,
+        }
+        for m in ("a", "b")
+        for t in range(6)
+        for r in range(4)
+    ]
+    results = pd.DataFrame(rows)
+    got = studies.coverage_by_target(results).set_index("method")
+    for m, frame in results.groupby("method"):
+        inside = (frame["interval_low"] <= frame["true"]) & (frame["true"] <= frame["interval_high"])
+        per_target = [inside[frame["target"] == t].mean() for t in range(6)]
+        assert got.loc[m, "coverage"] == pytest.approx(inside.mean())
+        assert got.loc[m, "coverage_se"] == pytest.approx(np.std(per_target, ddof=1) / np.sqrt(6))
+
+
 SMOKE = {
     "study_distance": {"benchmarks": ["pope"], "runs": 2, "jobs": 1},
     "study_calibration": {"benchmarks": ["pope"], "runs": 2, "jobs": 1},
@@ -125,7 +149,16 @@ def test_study_notebook_smoke(name, tmp_path):
 
 @pytest.mark.notebook
 def test_beyond_notebook_smoke(tmp_path):
-    params = {"benchmarks": ["pope"], "runs": 2, "selection_runs": 1, "jobs": 1, "reports_dir": str(ROOT / "reports")}
+    params = {
+        "benchmarks": ["pope"],
+        "runs": 2,
+        "selection_runs": 1,
+        "split_benchmark": "gsm8k",
+        "split_runs": 1,
+        "random_splits": 0,
+        "jobs": 1,
+        "reports_dir": str(ROOT / "reports"),
+    }
     reproduce(["beyond"], parameters=params, reports_dir=tmp_path, log=lambda _: None)
     metrics = json.loads((tmp_path / "beyond" / "metrics.json").read_text())
     ablation = {row["method"]: row for row in metrics["tables"]["ablation"]}
@@ -133,6 +166,16 @@ def test_beyond_notebook_smoke(tmp_path):
     assert ablation["tailored_plus[stacked]"]["role"] == "TailoredBench+ (chosen)"
     assert any(row["role"] == "best baseline" for row in ablation.values())
     for row in ablation.values():
-        assert 0 <= row["coverage"] <= 1 and row["width"] > 0
+        assert 0 <= row["coverage"] <= 1 and row["width"] > 0 and row["coverage_se"] >= 0
+    scales = metrics["tables"]["interval_scales"]
+    overall = {row["normalisation"]: row["ratio"] for row in scales if row["method"] == "all"}
+    assert set(overall) == {"none", "unlikeness", "sampling error", "geometric mean", "sum"}
+    assert overall["none"] == 1 and all(ratio > 0 for ratio in overall.values())
+    assert any(line.startswith("Interval scale") for line in metrics["findings"])
+    by_split = metrics["tables"]["coverage_by_split"]
+    assert [row["models"] for row in by_split] == ["all", "sources only"]
+    assert [(row["sources"], row["targets"]) for row in by_split] == [(75, 75), (37, 38)]
+    assert all(0.5 <= row["coverage"] <= 1 for row in by_split)
+    assert "split otherwise" in metrics["findings"][-1]
     assert "coverage" in metrics["findings"][0] or "cover" in metrics["findings"][0]
     assert (tmp_path / "beyond" / "figures" / "beyond.png").is_file()
