@@ -304,6 +304,11 @@ def per_run_metrics(results: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def covered(results: pd.DataFrame) -> pd.Series:
+    """Per row of a simulation's ``results``: whether the true accuracy lies inside its interval."""
+    return (results["interval_low"] <= results["true"]) & (results["true"] <= results["interval_high"])
+
+
 def summarize(results: pd.DataFrame) -> pd.DataFrame:
     """Mean and standard error over runs of MAE and Kendall's tau, per (method, budget)."""
     metrics = per_run_metrics(results)
@@ -321,9 +326,8 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     summary = summary.reset_index()
     if "interval_low" in results:
         # coverage over all targets and runs: the share of true accuracies inside their interval
-        covered = (results["interval_low"] <= results["true"]) & (results["true"] <= results["interval_high"])
         extra = (
-            results.assign(covered=covered, width=results["interval_high"] - results["interval_low"])
+            results.assign(covered=covered(results), width=results["interval_high"] - results["interval_low"])
             .groupby(["method", "budget"], sort=False)[["covered", "width"]]
             .mean()
             .rename(columns={"covered": "coverage"})

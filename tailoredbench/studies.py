@@ -26,7 +26,7 @@ from .datasets.benchmarks import Benchmark, load_benchmark
 from .errors import TailoredBenchError
 from .families import model_family
 from .kmedoids import binary_points, k_medoids_binary, standardize
-from .simulate import simulate
+from .simulate import covered, simulate
 from .tailored import _G_STREAM, _rng, g_set, ranked_sources
 
 #: Benchmarks the averaged studies run on, in the paper's order.
@@ -383,8 +383,7 @@ def coverage_by_target(results: pd.DataFrame) -> pd.DataFrame:
     >>> coverage_by_target(results).round(3).to_dict("records")
     [{'method': 'm', 'coverage': 0.75, 'coverage_se': 0.25}]
     """
-    covered = results["interval_low"].le(results["true"]) & results["true"].le(results["interval_high"])
-    per_target = results.assign(covered=covered).groupby(["method", "target"], sort=False)["covered"].mean()
+    per_target = results.assign(covered=covered(results)).groupby(["method", "target"], sort=False)["covered"].mean()
     return (
         per_target.groupby(level="method", sort=False)
         .agg(coverage="mean", coverage_se=lambda v: v.std(ddof=1) / np.sqrt(len(v)))
