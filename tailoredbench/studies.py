@@ -15,7 +15,7 @@ the targets).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +63,7 @@ def study_benchmark(name: str, seed: int = 0) -> tuple[Benchmark, int]:
 
 def sweep(
     benchmarks: Sequence[str],
-    arms: Mapping[str, Mapping | callable],
+    arms: Mapping[str, Mapping | Callable[[Benchmark], Mapping]],
     *,
     budget: int | Sequence[int] = 30,
     runs: int = 20,
