@@ -141,25 +141,31 @@ class PseudoTargets:
     unlike: np.ndarray  # see unlikeness()
     n_items: np.ndarray  # items asked of each
 
+    def scale(self, normalisation: str = IN_USE) -> np.ndarray:
+        """Their scale under one of :data:`NORMALISATIONS` (by default their :func:`difficulty`)."""
+        return NORMALISATIONS[normalisation](self.estimates, self.unlike, self.n_items)
+
     @property
     def difficulty(self) -> np.ndarray:
         """Their :func:`difficulty`."""
-        return difficulty(self.estimates, self.unlike, self.n_items)
+        return self.scale()
 
     @property
     def scores(self) -> np.ndarray:
         """The normalised conformal scores ``errors / difficulty``."""
         return self.errors / self.difficulty
 
+    def quantile(self, normalisation: str = IN_USE, level: float = LEVEL) -> float:
+        """The conformal quantile ``q`` of ``errors / scale``: a target's half-width is ``q`` times its scale."""
+        return conformal_halfwidth(self.errors / self.scale(normalisation), level)
+
     def width(self, normalisation: str = IN_USE, level: float = LEVEL) -> float:
         """Mean width of their intervals scaled by one of :data:`NORMALISATIONS` and calibrated on them.
 
-        ``2 q mean(scale)`` with ``q`` the conformal quantile of ``errors / scale``
-        (before clipping to [0, 1]): at the same calibration, a narrower interval is
-        a more informative one.
+        ``2 q mean(scale)`` (before clipping to [0, 1]): at the same calibration, a
+        narrower interval is a more informative one.
         """
-        scale = NORMALISATIONS[normalisation](self.estimates, self.unlike, self.n_items)
-        return 2 * conformal_halfwidth(self.errors / scale, level) * float(np.mean(scale))
+        return 2 * self.quantile(normalisation, level) * float(np.mean(self.scale(normalisation)))
 
 
 def pseudo_targets(
@@ -265,7 +271,7 @@ def scales(method: str, source: np.ndarray, budgets: Sequence[int], level: float
     See :func:`pseudo_targets` for the keyword arguments.
     """
     pseudo = pseudo_targets(method, source, budgets, **kwargs)
-    return {b: conformal_halfwidth(p.scores, level) for b, p in pseudo.items()}
+    return {b: p.quantile(level=level) for b, p in pseudo.items()}
 
 
 def interval(estimate, halfwidth) -> tuple[np.ndarray, np.ndarray]:

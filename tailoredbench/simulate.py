@@ -261,7 +261,7 @@ def simulate(
 
 def _with_intervals(results, methods, source, budgets, seed, level, options, prepared):
     """``results`` with each estimate's interval, and ``{method: {budget: PseudoTargets}}`` it was calibrated on."""
-    from .intervals import conformal_halfwidth, interval, pseudo_targets
+    from .intervals import interval, pseudo_targets
 
     options = {k: v for k, v in options.items() if k != "budgets"}
     results = results.copy()
@@ -275,7 +275,7 @@ def _with_intervals(results, methods, source, budgets, seed, level, options, pre
         calibration[name] = pseudo_targets(name, source, budgets, seed=seed, **options, **reused)
         for budget in budgets:
             rows = (results["method"] == name) & (results["budget"] == budget)
-            q = conformal_halfwidth(calibration[name][budget].scores, level)
+            q = calibration[name][budget].quantile(level=level)
             halfwidth = q * results.loc[rows, "difficulty"].to_numpy()
             low, high = interval(results.loc[rows, "estimate"].to_numpy(), halfwidth)
             results.loc[rows, "interval_low"] = low
