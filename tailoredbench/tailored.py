@@ -412,6 +412,9 @@ class TailoredBench:
         self.g_items_ = g_set(
             self.source_, self.g_size, distance=self.distance, random_state=_rng(self._key, _G_STREAM)
         )
+        # fitted on the sources, per budget (and level): a refit must not reuse the old sources' values
+        self.stack_weights_ = {}
+        self.interval_scales_ = {}
         return self
 
     def probe_items(self) -> np.ndarray:
@@ -456,8 +459,6 @@ class TailoredBench:
 
             source, budget = self.source_, len(self.probe_.medoids)
             # TailoredBench+'s stacking weights, fitted on the source models at this budget
-            if not hasattr(self, "stack_weights_"):
-                self.stack_weights_ = {}
             weights = self.stack_weights_
             if budget not in weights:
                 weights[budget] = stack_weights(
@@ -483,8 +484,6 @@ class TailoredBench:
         if not hasattr(self, "estimate_"):
             raise TailoredBenchError("call estimate() before interval()")
         budget = len(self.probe_.medoids)
-        if not hasattr(self, "interval_scales_"):
-            self.interval_scales_ = {}
         if (budget, level) not in self.interval_scales_:
             method = "tailored_plus" if self.estimator == "plus" else "tailoredbench"
             options = {"g_size": self.g_size, "distance": self.distance}

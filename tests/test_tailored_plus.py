@@ -99,6 +99,20 @@ def test_stateful_plus_estimator(matrices):
         tailored.TailoredBench(estimator="best")
 
 
+def test_a_refit_forgets_the_old_sources(matrices):
+    # stacking weights and interval scales are fitted on the sources: refitting on others must refit them
+    source, target = matrices
+    other = 1 - source
+
+    def answer(tb):
+        rest = tb.native_items(target[0, tb.probe_items()], budget=20)
+        return tb.estimate(target[0, rest]), tb.interval(0.9)
+
+    refitted = tailored.TailoredBench(g_size=5, estimator="plus").fit(source)
+    answer(refitted)
+    assert answer(refitted.fit(other)) == answer(tailored.TailoredBench(g_size=5, estimator="plus").fit(other))
+
+
 def test_two_sources_get_equal_stacking_weights(matrices):
     source, _ = matrices
     n = len(tailored_plus.COMPONENTS)
