@@ -397,6 +397,14 @@ class TailoredBench:
             raise TailoredBenchError(f"unknown estimator {estimator!r}; choose calibrated or plus")
         self.estimator = estimator
 
+    #: What one new model's probe leaves behind; a refit forgets it with the sources' other values.
+    _MODEL_STATE = ("g_results_", "native_sources_", "probe_", "native_mean_", "probe_results_", "estimate_")
+
+    def _require(self, attribute: str, step: str, action: str) -> None:
+        # the steps run in order (fit, native_items, estimate, interval): say which one is missing
+        if not hasattr(self, attribute):
+            raise TailoredBenchError(f"call {step}() before {action}()")
+
     @property
     def _key(self) -> tuple[int, ...]:
         rs = self.random_state
@@ -415,10 +423,13 @@ class TailoredBench:
         # fitted on the sources, per budget (and level): a refit must not reuse the old sources' values
         self.stack_weights_ = {}
         self.interval_scales_ = {}
+        for name in self._MODEL_STATE:
+            self.__dict__.pop(name, None)
         return self
 
     def probe_items(self) -> np.ndarray:
         """The G-set: the items every new model answers first."""
+        self._require("g_items_", "fit", "probe_items")
         return self.g_items_.copy()
 
     def native_items(self, g_results, budget: int, target_index: int = 0) -> np.ndarray:
@@ -427,10 +438,13 @@ class TailoredBench:
         ``target_index`` only picks the random stream, so that target ``t`` of a
         simulation can be replayed exactly.
         """
+        self._require("g_items_", "fit", "native_items")
         g_results = np.asarray(g_results, dtype=float).reshape(1, -1)
         if g_results.shape[1] != len(self.g_items_):
             raise TailoredBenchError(f"expected {len(self.g_items_)} G-set results, got {g_results.shape[1]}")
         self.g_results_ = g_results[0]
+        for name in ("probe_results_", "estimate_"):  # a new model: the last one's estimate is not its own
+            self.__dict__.pop(name, None)
         check_budget(budget, self.g_size, self.source_.shape[1])
         _, neighbours = native_sources(self.source_[:, self.g_items_], g_results, distance=self.distance)
         self.native_sources_ = neighbours[0]
@@ -447,6 +461,7 @@ class TailoredBench:
 
     def estimate(self, n_results) -> float:
         """Given the results on :meth:`native_items`, the estimated full-benchmark accuracy."""
+        self._require("probe_", "native_items", "estimate")
         n_results = np.asarray(n_results, dtype=float).reshape(-1)
         y = np.concatenate([self.g_results_, n_results])
         if len(y) != len(self.probe_.medoids):
@@ -481,8 +496,7 @@ class TailoredBench:
         """
         from .intervals import difficulty, interval, scales, unlikeness
 
-        if not hasattr(self, "estimate_"):
-            raise TailoredBenchError("call estimate() before interval()")
+        self._require("estimate_", "estimate", "interval")
         budget = len(self.probe_.medoids)
         if (budget, level) not in self.interval_scales_:
             method = "tailored_plus" if self.estimator == "plus" else "tailoredbench"

@@ -126,11 +126,23 @@ def test_cli_bad_level_is_one_line_exit_2(capsys):
     assert err.count("\n") == 1 and "between 0 and 1" in err
 
 
-def test_stateful_interval_needs_an_estimate():
+def test_stateful_steps_run_in_order():
     source = synthetic_matrix(20, 60)  # SYNTHETIC
+    with pytest.raises(TailoredBenchError, match=r"call fit\(\) before probe_items"):
+        tailored.TailoredBench(g_size=5).probe_items()
     tb = tailored.TailoredBench(g_size=5).fit(source)
-    with pytest.raises(TailoredBenchError, match="estimate"):
+    with pytest.raises(TailoredBenchError, match=r"call native_items\(\) before estimate"):
+        tb.estimate(np.ones(5))
+    with pytest.raises(TailoredBenchError, match=r"call estimate\(\) before interval"):
         tb.interval()
+    rest = tb.native_items(source[0, tb.probe_items()], budget=10)
+    tb.estimate(source[0, rest])
+    tb.native_items(source[1, tb.probe_items()], budget=10)  # the next model: no interval until its estimate
+    with pytest.raises(TailoredBenchError, match="before interval"):
+        tb.interval()
+    tb.fit(source)  # a refit forgets the probe too
+    with pytest.raises(TailoredBenchError, match="before estimate"):
+        tb.estimate(np.ones(5))
 
 
 def test_cli_variant_and_bad_variant(capsys):
