@@ -442,10 +442,11 @@ class TailoredBench:
         g_results = np.asarray(g_results, dtype=float).reshape(1, -1)
         if g_results.shape[1] != len(self.g_items_):
             raise TailoredBenchError(f"expected {len(self.g_items_)} G-set results, got {g_results.shape[1]}")
+        check_budget(budget, self.g_size, self.source_.shape[1])
+        # checked before any state changes, so that a refused call leaves the last model's probe whole
         self.g_results_ = g_results[0]
         for name in ("probe_results_", "estimate_"):  # a new model: the last one's estimate is not its own
             self.__dict__.pop(name, None)
-        check_budget(budget, self.g_size, self.source_.shape[1])
         _, neighbours = native_sources(self.source_[:, self.g_items_], g_results, distance=self.distance)
         self.native_sources_ = neighbours[0]
         native = self.source_[self.native_sources_]

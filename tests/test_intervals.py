@@ -136,7 +136,10 @@ def test_stateful_steps_run_in_order():
     with pytest.raises(TailoredBenchError, match=r"call estimate\(\) before interval"):
         tb.interval()
     rest = tb.native_items(source[0, tb.probe_items()], budget=10)
-    tb.estimate(source[0, rest])
+    value = tb.estimate(source[0, rest])
+    with pytest.raises(TailoredBenchError, match="budget"):
+        tb.native_items(source[1, tb.probe_items()], budget=61)  # refused: the last model's answer stands
+    assert tb.estimate(source[0, rest]) == value
     tb.native_items(source[1, tb.probe_items()], budget=10)  # the next model: no interval until its estimate
     with pytest.raises(TailoredBenchError, match="before interval"):
         tb.interval()
