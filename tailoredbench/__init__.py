@@ -4,25 +4,30 @@ A fast, seeded implementation of TailoredBench (Yuan et al., ACL 2025, arXiv:250
 its baselines, and the notebooks that regenerate the paper's tables and figures.
 """
 
+from ._version import __version__
 from .datasets import (
     BENCHMARKS,
+    SPECS,
     Benchmark,
+    BenchmarkSpec,
     ResponseMatrix,
     load_benchmark,
     load_matrix,
     split_models,
 )
 from .errors import DataError, TailoredBenchError
+from .estimator import TailoredBench
 from .kmedoids import k_medoids
 from .simulate import Simulation, simulate
-from .tailored import TailoredBench, calibrated_estimate, g_set, n_set, native_sources
-
-__version__ = "0.1.0"
+from .tailored import Probe, calibrated_estimate, g_set, n_set, native_sources
 
 __all__ = [
     "BENCHMARKS",
+    "SPECS",
     "Benchmark",
+    "BenchmarkSpec",
     "DataError",
+    "Probe",
     "ResponseMatrix",
     "Simulation",
     "TailoredBench",

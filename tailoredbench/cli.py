@@ -9,7 +9,14 @@ import argparse
 import json
 import sys
 
+from .datasets import load_benchmark, load_matrix, split_models
+from .datasets.benchmarks import BENCHMARKS, Benchmark
+from .distances import DISTANCES, check_distance
 from .errors import TailoredBenchError
+from .methods import METHODS
+from .notebooks import reproduce
+from .simulate import simulate
+from .workflow import G_SET, N_SET, estimate, plan_g_set, plan_n_set
 
 
 def _positive_int(text: str) -> int:
@@ -23,10 +30,6 @@ def _positive_int(text: str) -> int:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    from .datasets.benchmarks import BENCHMARKS
-    from .kmedoids import DISTANCES
-    from .methods import METHODS
-
     parser = argparse.ArgumentParser(
         prog="tailoredbench",
         description="Estimate full-benchmark accuracy from a few items (TailoredBench, ACL 2025).",
@@ -83,11 +86,6 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _simulate(args) -> int:
-    from .datasets import load_benchmark, load_matrix, split_models
-    from .datasets.benchmarks import Benchmark
-    from .kmedoids import check_distance
-    from .simulate import simulate
-
     check_distance(args.distance)
     if args.benchmark:
         bench = load_benchmark(args.benchmark, max_models=args.max_models, seed=args.seed)
@@ -150,14 +148,11 @@ def _simulate(args) -> int:
 
 
 def _plan(args) -> int:
-    from .kmedoids import check_distance
-    from .workflow import NSET, PROBE, plan_native, plan_probe
-
     if args.benchmark:
         if not args.out:
             raise TailoredBenchError("plan --benchmark needs --out FOLDER")
         check_distance(args.distance)
-        state = plan_probe(
+        state = plan_g_set(
             args.benchmark,
             args.out,
             task=args.task,
@@ -166,25 +161,23 @@ def _plan(args) -> int:
             seed=args.seed or 0,
             distance=args.distance,
         )
-        print(f"wrote {args.out}/{PROBE}: {len(state['g_doc_ids'])} items of task {state['task']} (the G-set)")
+        print(f"wrote {args.out}/{G_SET}: {len(state['g_set_doc_ids'])} items of task {state['task']} (the G-set)")
         print(
-            f"next: lm-eval run ... --tasks {state['task']} --samples {args.out}/{PROBE} "
+            f"next: lm-eval run ... --tasks {state['task']} --samples {args.out}/{G_SET} "
             "--log_samples --output_path OUT"
         )
         return 0
     if not args.samples or not args.budget:
         raise TailoredBenchError("plan --state needs --samples FILE... and --budget N")
-    state = plan_native(args.state, args.samples, args.budget, seed=args.seed)
+    state = plan_n_set(args.state, args.samples, args.budget, seed=args.seed)
     print(
-        f"wrote {args.state}/{NSET}: {len(state['n_doc_ids'])} more items "
+        f"wrote {args.state}/{N_SET}: the N-set, {len(state['n_set_doc_ids'])} more items "
         f"({len(state['native_sources'])} native source models)"
     )
     return 0
 
 
 def _estimate(args) -> int:
-    from .workflow import estimate
-
     result = estimate(args.state, args.samples, seed=args.seed)
     if args.json:
         print(json.dumps(result))
@@ -198,8 +191,6 @@ def _estimate(args) -> int:
 
 
 def _reproduce(args) -> int:
-    from .notebooks import reproduce
-
     parameters = {"runs": args.runs} if args.runs else None
     reproduce(args.notebooks, parameters=parameters, log=lambda m: print(m, file=sys.stderr))
     return 0

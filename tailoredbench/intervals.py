@@ -1,123 +1,25 @@
-"""A 90% interval for every estimate, calibrated on source models only.
+"""Intervals calibrated on source models: each source in turn plays the target.
 
-Split-conformal over models (Vovk et al., *Algorithmic Learning in a Random World*,
-2005; Lei et al., "Distribution-free predictive inference for regression", JASA
-2018), with source models standing in for targets: each source in turn plays the
-target while the others are the sources (leave-one-out, or ``folds`` folds for a
-method whose preparation is costly, such as gp-IRT's IRT fit), and the method
-estimates it exactly as it would a target.
-
-The intervals adapt to each target (normalised conformal scores, Papadopoulos et
-al., "Normalized nonconformity measures for regression conformal prediction", 2008;
-Lei et al. 2018, section 5.2). Two things make a target hard to estimate, and its
-:func:`difficulty` adds them, each at least one item's worth (so that no interval is
-empty):
-
-* the sampling error of an accuracy read from ``n`` items, ``sqrt(e (1 - e) / n)``
-  at the estimate ``e``: large near 50%, small for a model that gets almost
-  everything right or wrong;
-* how unlike the sources the target is: its mean disagreement, on the items it was
-  asked, with its :data:`NEAREST` closest sources (:func:`unlikeness`).
-
-The score of a pseudo-target is ``|error| / difficulty``; per budget, the conformal
-quantile ``q`` of the scores (rank ``ceil((n + 1) * level)``) gives each target the
-interval ``estimate +/- q * difficulty``, clipped to [0, 1]. The sum was chosen on
-source models, among the :data:`NORMALISATIONS`: averaged over the five benchmarks
-and over TailoredBench and TailoredBench+, intervals calibrated on left-out sources
-are the narrowest with it, 0.965 x the width of an unscaled interval, against 1.038
-with the disagreement alone (``reports/beyond/``, section 3).
-
-No target result is read beyond the items the method asked. Leaving one source out
-keeps a pseudo-target's neighbourhood of sources as close as possible to a real
-target's; with 10 folds, a pseudo-target also loses a tenth of the sources, often
-some of its nearest, and the intervals come out wider than they need be. Every source
-is a pseudo-target at least ``MIN_ERRORS / n_sources`` times, with independent random
-choices (and fold splits), so that the quantile depends less on one draw.
+The conformal pieces (difficulty, quantile, interval) are in :mod:`tailoredbench.conformal`;
+this module runs a method (:mod:`tailoredbench.methods`) on source models treated as
+targets, exactly as it would run on targets, and collects their errors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
+from . import rng
+from .conformal import LEVEL, PseudoTargets, difficulty, model_folds, unlikeness
 from .errors import TailoredBenchError
-from .methods import get_method, method_options
+from .methods import get_method, name_options
 from .oracle import Oracle
 
-LEVEL = 0.9
 REPEATS = 1
 #: Repetitions are added until there are at least this many pseudo-targets per budget.
 MIN_ERRORS = 100
-#: Closest sources that set a target's difficulty.
-NEAREST = 5
-#: Key offset of the pseudo-target runs: their random streams never coincide with a
-#: simulation's own runs (which use (seed, run) with run < this).
-_PSEUDO_RUN = 1_000_000
-
-
-def unlikeness(source: np.ndarray, items: np.ndarray, results: np.ndarray, nearest: int = NEAREST) -> float:
-    """The mean share of ``items`` on which ``results`` differ from each of the ``nearest`` closest sources.
-
-    Examples
-    --------
-    >>> source = np.array([[1, 1, 0, 0], [1, 0, 1, 0], [0, 0, 0, 0]])
-    >>> unlikeness(source, np.array([0, 1]), np.array([1.0, 1.0]), nearest=2)
-    0.25
-    """
-    items = np.asarray(items, dtype=np.int64)
-    if len(items) == 0:
-        return 1.0
-    disagreement = np.abs(source[:, items] - np.asarray(results, dtype=float)).mean(axis=1)
-    return float(np.sort(disagreement)[: min(nearest, len(disagreement))].mean())
-
-
-def sampling_error(estimate, n_items):
-    """The standard error ``sqrt(e (1 - e) / n)`` of an accuracy ``e`` read from ``n`` items.
-
-    Examples
-    --------
-    >>> sampling_error(0.5, 25)
-    0.1
-    """
-    estimate = np.clip(np.asarray(estimate, dtype=float), 0.0, 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = np.sqrt(estimate * (1 - estimate) / np.asarray(n_items, dtype=float))
-    return float(value) if value.ndim == 0 else value
-
-
-def difficulty(estimate, unlike, n_items):
-    """How hard a target is to estimate: ``(sampling error + 1 / n) + (unlike + 1 / n)``.
-
-    For an estimate ``e`` from ``n`` items (:func:`sampling_error`) and the target's
-    :func:`unlikeness` to the sources; 1 where no item was asked. Scalars or arrays
-    (one per target).
-
-    Examples
-    --------
-    >>> round(difficulty(0.5, 0.1, 25), 6)
-    0.28
-    >>> difficulty(np.array([0.0, 1.0]), 0.0, 20).tolist()
-    [0.1, 0.1]
-    """
-    n_items = np.asarray(n_items, dtype=float)
-    with np.errstate(divide="ignore"):
-        value = sampling_error(estimate, n_items) + unlike + 2 / n_items
-    value = np.where(n_items > 0, value, 1.0)
-    return float(value) if value.ndim == 0 else value
-
-
-#: The scales compared on source models (``reports/beyond/``), each of
-#: ``(estimate, unlikeness, n_items)``; :func:`difficulty` is the one in use.
-NORMALISATIONS = {
-    "none": lambda estimate, unlike, n: np.ones_like(np.asarray(unlike, dtype=float)),
-    "unlikeness": lambda estimate, unlike, n: unlike + 1 / n,
-    "sampling error": lambda estimate, unlike, n: sampling_error(estimate, n) + 1 / n,
-    "geometric mean": lambda estimate, unlike, n: np.sqrt((sampling_error(estimate, n) + 1 / n) * (unlike + 1 / n)),
-    "sum": difficulty,
-}
-IN_USE = "sum"
 
 
 def revealed_unlikeness(source: np.ndarray, oracle: Oracle) -> tuple[np.ndarray, np.ndarray]:
@@ -130,42 +32,6 @@ def revealed_unlikeness(source: np.ndarray, oracle: Oracle) -> tuple[np.ndarray,
 def difficulties(source: np.ndarray, oracle: Oracle, estimates) -> np.ndarray:
     """:func:`difficulty` of every target of ``oracle``, given the method's estimates of them."""
     return difficulty(estimates, *revealed_unlikeness(source, oracle))
-
-
-@dataclass(frozen=True)
-class PseudoTargets:
-    """Source models estimated as targets, at one budget."""
-
-    errors: np.ndarray  # absolute errors of the estimates
-    estimates: np.ndarray
-    unlike: np.ndarray  # see unlikeness()
-    n_items: np.ndarray  # items asked of each
-
-    def scale(self, normalisation: str = IN_USE) -> np.ndarray:
-        """Their scale under one of :data:`NORMALISATIONS` (by default their :func:`difficulty`)."""
-        return NORMALISATIONS[normalisation](self.estimates, self.unlike, self.n_items)
-
-    @property
-    def difficulty(self) -> np.ndarray:
-        """Their :func:`difficulty`."""
-        return self.scale()
-
-    @property
-    def scores(self) -> np.ndarray:
-        """The normalised conformal scores ``errors / difficulty``."""
-        return self.errors / self.difficulty
-
-    def quantile(self, normalisation: str = IN_USE, level: float = LEVEL) -> float:
-        """The conformal quantile ``q`` of ``errors / scale``: a target's half-width is ``q`` times its scale."""
-        return conformal_halfwidth(self.errors / self.scale(normalisation), level)
-
-    def width(self, normalisation: str = IN_USE, level: float = LEVEL) -> float:
-        """Mean width of their intervals scaled by one of :data:`NORMALISATIONS` and calibrated on them.
-
-        ``2 q mean(scale)`` (before clipping to [0, 1]): at the same calibration, a
-        narrower interval is a more informative one.
-        """
-        return 2 * self.quantile(normalisation, level) * float(np.mean(self.scale(normalisation)))
 
 
 def pseudo_targets(
@@ -183,20 +49,20 @@ def pseudo_targets(
     Parameters
     ----------
     method : str
-        A name from :data:`tailoredbench.methods.METHODS`.
+        A name from :data:`tailoredbench.methods.METHODS` (``base[variant]`` included).
     source : ndarray of shape (n_sources, n_items)
     budgets : sequence of int
     seed : int
         Seeds the fold splits and the method's random choices.
     folds : int, optional
         Cross-validation folds over the source models (at most their number). By
-        default the method's ``INTERVAL_FOLDS`` if it has one, else one per source.
+        default the method's ``interval_folds``, or one per source if it has none.
     repeats : int, optional
         Independent fold splits; each source is a pseudo-target ``repeats`` times.
         By default :data:`REPEATS`, or more when there are fewer than
         :data:`MIN_ERRORS` sources.
     **options
-        Passed to the method (``g_size``, ``distance``, ...).
+        The method's options (``g_size``, ``distance``, ...), checked against those it declares.
 
     Returns
     -------
@@ -213,56 +79,26 @@ def pseudo_targets(
     """
     n_sources = source.shape[0]
     impl = get_method(method)
-    folds = min(folds or getattr(impl, "INTERVAL_FOLDS", n_sources), n_sources)
+    if not impl.intervals:
+        raise TailoredBenchError(f"method {method} has no calibrated intervals")
+    folds = min(folds or impl.interval_folds or n_sources, n_sources)
     if folds < 2 or n_sources - n_sources // folds < 2:
         raise TailoredBenchError(f"{n_sources} source models are too few to calibrate an interval")
     if repeats is None:
         repeats = max(REPEATS, -(-MIN_ERRORS // n_sources))
     budgets = sorted(int(b) for b in budgets)
-    options = {**options, **method_options(method), "budgets": budgets}
+    options = impl.check_options({**options, **name_options(method)})
     parts = {b: [] for b in budgets}  # per fold: (errors, estimates, unlikeness, item counts)
     for index, kept, held_out in model_folds(n_sources, folds, repeats, seed):
         pseudo_source, pseudo_target = source[kept], source[held_out]
-        prepared = impl.prepare(pseudo_source, **options)
+        prepared = impl.prepare(pseudo_source, budgets, **options)
         oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
-        estimates = impl.run(prepared, pseudo_source, oracles, (seed, _PSEUDO_RUN + index), **options)
+        estimates = impl.run(prepared, pseudo_source, oracles, (seed, rng.PSEUDO_RUN + index), **options)
         truth = pseudo_target.mean(axis=1)
         for b in budgets:
             estimate = np.asarray(estimates[b], dtype=float)
             parts[b].append((np.abs(estimate - truth), estimate, *revealed_unlikeness(pseudo_source, oracles[b])))
     return {b: PseudoTargets(*map(np.concatenate, zip(*parts[b], strict=True))) for b in budgets}
-
-
-def model_folds(n_models: int, folds: int, repeats: int, seed: int, stream: int = 0):
-    """Yield ``(index, kept, held_out)``: ``repeats`` seeded splits of the models into ``folds``.
-
-    Examples
-    --------
-    >>> [(i, len(k), len(h)) for i, k, h in model_folds(5, 2, 1, seed=0)]
-    [(0, 2, 3), (1, 3, 2)]
-    """
-    for repeat in range(repeats):
-        order = np.random.default_rng([seed, _PSEUDO_RUN, stream, repeat]).permutation(n_models)
-        for fold, held_out in enumerate(np.array_split(order, folds)):
-            yield repeat * folds + fold, np.setdiff1d(order, held_out), held_out
-
-
-def conformal_halfwidth(errors: np.ndarray, level: float = LEVEL) -> float:
-    """The split-conformal quantile of absolute errors (or scores): ``q`` with ``P(|error| <= q) >= level``.
-
-    With too few errors for the level (``ceil((n + 1) * level) > n``) the largest
-    error is used.
-
-    Examples
-    --------
-    >>> conformal_halfwidth(np.arange(1, 20) / 100, level=0.9)
-    0.18
-    """
-    if not 0 < level < 1:
-        raise TailoredBenchError(f"interval level must be between 0 and 1, got {level}")
-    errors = np.sort(np.asarray(errors, dtype=float))
-    rank = min(int(np.ceil((len(errors) + 1) * level)), len(errors))
-    return float(errors[rank - 1])
 
 
 def scales(method: str, source: np.ndarray, budgets: Sequence[int], level: float = LEVEL, **kwargs) -> dict:
@@ -272,16 +108,3 @@ def scales(method: str, source: np.ndarray, budgets: Sequence[int], level: float
     """
     pseudo = pseudo_targets(method, source, budgets, **kwargs)
     return {b: p.quantile(level=level) for b, p in pseudo.items()}
-
-
-def interval(estimate, halfwidth) -> tuple[np.ndarray, np.ndarray]:
-    """``(low, high)``: ``estimate -/+ halfwidth`` (one per estimate, or one for all) clipped to [0, 1].
-
-    Examples
-    --------
-    >>> low, high = interval(np.array([0.5, 0.98]), 0.05)
-    >>> np.round(low, 2).tolist(), np.round(high, 2).tolist()
-    ([0.45, 0.93], [0.55, 1.0])
-    """
-    estimate = np.asarray(estimate, dtype=float)
-    return np.clip(estimate - halfwidth, 0.0, 1.0), np.clip(estimate + halfwidth, 0.0, 1.0)

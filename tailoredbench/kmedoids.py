@@ -1,15 +1,12 @@
-"""K-Medoids with medoids held fixed, and the distances it runs on.
+"""K-Medoids with medoids held fixed.
 
 The clustering is FasterPAM (Schubert & Rousseeuw, "Fast and eager k-medoids
 clustering: O(k) runtime improvement of the PAM, CLARA, and CLARANS algorithms",
 Information Systems 101, 2021): eager swaps, with each point's nearest and
 second-nearest medoid cached so that one candidate is scored against all medoids
 in O(n). Here some medoids may be *fixed*: they are never swapped out, which is
-what TailoredBench needs to extend a G-set into an N-set.
-
-For 0/1 response data, the Manhattan distance between z-scored rows is a weighted
-Hamming distance (each disagreeing column counts ``1 / std``); it is computed with
-matrix products rather than by materialising the z-scored data.
+what TailoredBench needs to extend a G-set into an N-set. :func:`k_medoids_binary`
+runs it on the distinct rows of a 0/1 matrix (:mod:`tailoredbench.distances`).
 """
 
 from __future__ import annotations
@@ -19,130 +16,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from .distances import binary_distances
 from .errors import TailoredBenchError
-
-DISTANCES = ("manhattan", "euclidean", "cosine", "correlation")
-
-
-def column_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column means and population standard deviations, a constant column scaling by 1.
-
-    This is scikit-learn's ``StandardScaler`` convention, which the paper's code uses.
-    """
-    mean = X.mean(axis=0)
-    std = X.std(axis=0)
-    std[std == 0] = 1.0
-    return mean, std
-
-
-def standardize(X: np.ndarray) -> np.ndarray:
-    """Z-score each column (population std; a constant column scales by 1).
-
-    Examples
-    --------
-    >>> standardize(np.array([[0.0, 1.0], [1.0, 1.0]])).tolist()
-    [[-1.0, 0.0], [1.0, 0.0]]
-    """
-    mean, std = column_scale(X)
-    return (X - mean) / std
-
-
-def weighted_hamming(A: np.ndarray, weights: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
-    """``D[i, k] = sum_j weights[j] * (A[i, j] != B[k, j])`` for 0/1 rows, by matrix products.
-
-    Examples
-    --------
-    >>> A = np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]])
-    >>> weighted_hamming(A, np.array([1.0, 2.0, 4.0])).tolist()
-    [[0.0, 1.0], [1.0, 0.0]]
-    """
-    same = B is None
-    B = A if same else B
-    Aw = A * weights
-    # |a - b| = a + b - 2ab for a, b in {0, 1}
-    D = Aw @ B.T
-    _hamming_from_gram(D, Aw.sum(axis=1), B @ weights, same)
-    return D
-
-
-@numba.njit(cache=True, nogil=True)
-def _hamming_from_gram(G, row_norm, col_norm, same):
-    # In place: G[i, k] <- row_norm[i] + col_norm[k] - 2 G[i, k], clipped at 0.
-    n, m = G.shape
-    for i in range(n):
-        for k in range(m):
-            d = row_norm[i] + col_norm[k] - 2.0 * G[i, k]
-            # Rounded to 1e-9 so that equal sums of weights tie exactly, whatever the
-            # summation order; ties are then broken by index, as documented.
-            G[i, k] = np.floor(d * 1e9 + 0.5) / 1e9 if d > 0.0 else 0.0
-        if same:
-            G[i, i] = 0.0
-
-
-def binary_distances(X: np.ndarray, metric: str = "manhattan", rows: np.ndarray | None = None) -> np.ndarray:
-    """Distances between the rows of a 0/1 matrix after z-scoring each column.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_points, n_features)
-        0/1 values; rows are the points (items or models), columns their coordinates.
-    metric : {"manhattan", "euclidean", "cosine", "correlation"}
-    rows : ndarray of shape (m, n_features), optional
-        Compute distances between these rows instead, z-scored with ``X``'s columns.
-
-    Returns
-    -------
-    ndarray of shape (n_points, n_points)
-        For ``cosine`` and ``correlation``, a row with zero norm (or zero variance) is
-        at distance 1 from every other row.
-
-    Examples
-    --------
-    >>> X = np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
-    >>> binary_distances(X)[0].tolist()
-    [0.0, 2.0, 2.0, 4.0]
-    """
-    X = np.asarray(X, dtype=np.float64)
-    R = X if rows is None else np.asarray(rows, dtype=np.float64)
-    mean, std = column_scale(X)
-    if metric in ("manhattan", "euclidean"):
-        if metric == "manhattan":
-            return weighted_hamming(R, 1.0 / std)
-        return np.sqrt(weighted_hamming(R, 1.0 / std**2))
-    return np.round(dense_distances((R - mean) / std, check_distance(metric)), 9)
-
-
-def dense_distances(Z: np.ndarray, metric: str) -> np.ndarray:
-    """Distances between the rows of a real matrix (any of :data:`DISTANCES`)."""
-    if metric == "manhattan":
-        from scipy.spatial.distance import cdist
-
-        return cdist(Z, Z, "cityblock")
-    if metric == "euclidean":
-        sq = (Z**2).sum(axis=1)
-        D = sq[:, None] + sq[None, :] - 2.0 * (Z @ Z.T)
-        np.maximum(D, 0.0, out=D)
-        np.fill_diagonal(D, 0.0)
-        return np.sqrt(D)
-    if metric == "correlation":
-        Z = Z - Z.mean(axis=1, keepdims=True)
-    elif metric != "cosine":
-        raise TailoredBenchError(f"unknown distance {metric!r}; choose one of {', '.join(DISTANCES)}")
-    norm = np.sqrt((Z**2).sum(axis=1))
-    safe = np.where(norm > 1e-12, norm, 1.0)
-    U = Z / safe[:, None]
-    D = 1.0 - U @ U.T
-    degenerate = norm <= 1e-12
-    D[degenerate, :] = 1.0
-    D[:, degenerate] = 1.0
-    np.fill_diagonal(D, 0.0)
-    return np.clip(D, 0.0, 2.0)
-
-
-def check_distance(metric: str) -> str:
-    if metric not in DISTANCES:
-        raise TailoredBenchError(f"unknown distance {metric!r}; choose one of {', '.join(DISTANCES)}")
-    return metric
+from .rng import generator
 
 
 @dataclass(frozen=True)
@@ -212,7 +88,7 @@ def k_medoids(
         raise TailoredBenchError("fixed medoids must be distinct point indices")
     if not len(fixed) <= n_clusters <= n:
         raise TailoredBenchError(f"cannot choose {n_clusters} medoids ({len(fixed)} fixed) among {n} points")
-    rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
+    rng = generator(random_state)
     weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     free_pool = np.setdiff1d(np.arange(n), fixed)
     n_free = n_clusters - len(fixed)
@@ -278,7 +154,7 @@ def k_medoids_binary(
     >>> result.medoids[0], sorted(set(result.labels.tolist()))
     (np.int64(0), [0, 1])
     """
-    rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
+    rng = generator(random_state)
     fixed = np.asarray(fixed, dtype=np.int64).reshape(-1)
     n = points.n_points
     if not len(fixed) <= n_clusters <= n:

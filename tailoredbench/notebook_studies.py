@@ -2,20 +2,49 @@
 
 Each study is ``notebooks/<name>.ipynb``, made from the cells below by
 :func:`tailoredbench.notebooks.write_notebooks`; the logic lives in
-:mod:`tailoredbench.studies` and :mod:`tailoredbench.tailored_plus`.
+:mod:`tailoredbench.studies` and :mod:`tailoredbench.methods.tailored_plus`. The helpers that
+make a notebook node from cell texts are here too, shared with :mod:`tailoredbench.notebooks`.
 """
 
 from __future__ import annotations
 
+from .methods.tailored_plus import VARIANTS
 from .studies import NAMED_BENCHMARKS, STUDY_BENCHMARKS
-from .tailored_plus import VARIANTS
+
+
+def parameters_cell(params: dict) -> str:
+    """The text of a ``parameters`` cell: one literal per line."""
+    lines = ["# Parameters (papermill injects overrides below this cell)."]
+    lines += [f"{key} = {value!r}" for key, value in params.items()]
+    return "\n".join(lines)
+
+
+def new_notebook(name: str, intro: str, parameters: str, cells):
+    """A notebook node: the opening text, the ``parameters`` cell, then ``cells`` of (kind, text)."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
+    made = [nbformat.v4.new_markdown_cell(intro)]
+    made.append(nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]}))
+    for kind, source in cells:
+        maker = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
+        made.append(maker(source))
+    for i, cell in enumerate(made):
+        cell["id"] = f"{name}-{i}"
+    nb.cells = made
+    return nb
+
 
 _COMMON = {"runs": 10, "seed": 0, "jobs": 2}
 _HEADER = """from pathlib import Path
 
 from IPython.display import Image, Markdown, display
 
-from tailoredbench import studies
+from tailoredbench import figures, paper, report, studies
 
 out = Path(output_dir)
 (out / "figures").mkdir(parents=True, exist_ok=True)
@@ -24,8 +53,6 @@ params = {k: v for k, v in globals().items() if k in PARAMETER_NAMES}"""
 
 def study_notebook(name: str):
     """The notebook of study ``name`` (or ``"beyond"``), as an ``nbformat`` node."""
-    from .notebooks import _new_notebook, _parameters_cell
-
     spec = BEYOND if name == "beyond" else STUDIES[name]
     params = {**spec["parameters"], "output_dir": f"../reports/{name}"}
     intro = (
@@ -38,7 +65,7 @@ def study_notebook(name: str):
         cells = [("code", names), *spec["cells"]]
     else:
         cells = [("code", names + "\n" + _HEADER), *(("code", c) for c in spec["cells"])]
-    return _new_notebook(name, intro, _parameters_cell(params), cells)
+    return new_notebook(name, intro, parameters_cell(params), cells)
 
 
 def _show(figure: str) -> str:
@@ -48,9 +75,9 @@ display(Image(filename=str(out / "figures" / "{figure}")))"""
 
 
 _ARMS_TAIL = """averaged = studies.by_arm(table)
-comparison = studies.paper_table(averaged, studies.PAPER[STUDY])
+comparison = studies.paper_table(averaged, paper.STUDIES[STUDY])
 best_mae, best_tau = studies.best_arm(averaged)
-studies.plot_arms(table, out / "figures" / f"{STUDY}.png", title=f"{STUDY}: budget {budget}, {runs} runs")
+figures.plot_arms(table, out / "figures" / f"{STUDY}.png", title=f"{STUDY}: budget {budget}, {runs} runs")
 display(Markdown(comparison.to_markdown(index=False, floatfmt=".4f")))"""
 
 STUDIES: dict[str, dict] = {
@@ -75,7 +102,7 @@ table = studies.sweep(benchmarks, {d: {"distance": d} for d in distances}, budge
     f"the paper finds Manhattan best on both. "
     + studies.agreement(best_mae == best_tau == "manhattan", partly="manhattan" in (best_mae, best_tau))
 ]
-studies.write_study(out, {"per_benchmark": table, "averaged": comparison}, parameters=params, findings=findings)
+report.write_study(out, {"per_benchmark": table, "averaged": comparison}, parameters=params, findings=findings)
 """
             + _show("distance.png"),
         ],
@@ -97,7 +124,7 @@ findings = [
     f"({(mae['on'] / mae['off'] - 1):+.0%}); the paper finds it helps (0.030 -> 0.027). "
     + studies.agreement(mae["on"] < mae["off"])
 ]
-studies.write_study(out, {"per_benchmark": table, "averaged": comparison}, parameters=params, findings=findings)
+report.write_study(out, {"per_benchmark": table, "averaged": comparison}, parameters=params, findings=findings)
 """
             + _show("calibration.png"),
         ],
@@ -116,7 +143,7 @@ table = studies.sweep(benchmarks, {str(g): {"g_size": g} for g in g_sizes}, budg
     f"The lowest mean MAE is at a G-set of {best_mae} and the highest tau at {best_tau} (paper: 10 for both, "
     f"with small differences). " + studies.agreement(best_mae == best_tau == "10", partly="10" in (best_mae, best_tau))
 ]
-studies.write_study(out, {"per_benchmark": table, "averaged": comparison}, parameters=params, findings=findings)
+report.write_study(out, {"per_benchmark": table, "averaged": comparison}, parameters=params, findings=findings)
 """
             + _show("g_size.png"),
         ],
@@ -136,10 +163,10 @@ studies.write_study(out, {"per_benchmark": table, "averaged": comparison}, param
             """from tailoredbench import report
 
 table = studies.sweep(benchmarks, {"all": {}}, budget=budgets, runs=runs, seed=seed, n_jobs=jobs, methods=methods)
-report.plot_main_figure(table, out / "figures" / "budget_scaling.png")
+figures.plot_main_figure(table, out / "figures" / "budget_scaling.png")
 top = table[table["budget"] == max(budgets)]
 averaged = studies.by_arm(top, keys=["method"])
-comparison = studies.paper_table(averaged, studies.PAPER["budget_scaling"], key="method")
+comparison = studies.paper_table(averaged, paper.STUDIES["budget_scaling"], key="method")
 display(Markdown(comparison.to_markdown(index=False, floatfmt=".4f")))""",
             """best_mae, best_tau = studies.best_arm(averaged, key="method")
 findings = [
@@ -147,7 +174,7 @@ findings = [
     f"tau {best_tau}; the paper (HellaSwag) has TailoredBench tied best on MAE with gp-IRT and best on tau. "
     + studies.agreement(best_mae == best_tau == "tailoredbench", partly="tailoredbench" in (best_mae, best_tau))
 ]
-studies.write_study(out, {"per_benchmark": table, "at_largest_budget": comparison}, parameters=params,
+report.write_study(out, {"per_benchmark": table, "at_largest_budget": comparison}, parameters=params,
                     findings=findings)
 """
             + _show("budget_scaling.png"),
@@ -173,8 +200,8 @@ studies.write_study(out, {"per_benchmark": table, "at_largest_budget": compariso
 bands = {f"{20 * k}-{20 * k + 20}%": studies.fixed_count(0.2, k) for k in range(5)}
 band = studies.sweep(benchmarks, bands, budget=budget, runs=runs, seed=seed, n_jobs=jobs)
 share_mean, band_mean = studies.by_arm(share), studies.by_arm(band)
-studies.plot_arms(share, out / "figures" / "share.png", title="(a) native sources as a share of all sources")
-studies.plot_arms(band, out / "figures" / "bands.png", title="(b) 20% of sources, by consistency band")
+figures.plot_arms(share, out / "figures" / "share.png", title="(a) native sources as a share of all sources")
+figures.plot_arms(band, out / "figures" / "bands.png", title="(b) 20% of sources, by consistency band")
 display(Markdown(share_mean.to_markdown(index=False, floatfmt=".4f")))
 display(Markdown(band_mean.to_markdown(index=False, floatfmt=".4f")))""",
             """bench, g_size = studies.study_benchmark(count_benchmark, seed)
@@ -185,7 +212,7 @@ adaptive = studies.adaptive_counts(bench, runs, seed, g_size)
 curve = fixed[fixed["arm"] != "adaptive"].assign(count=lambda d: d["arm"].astype(int))
 adaptive_mae = float(fixed.loc[fixed["arm"] == "adaptive", "mae"].iloc[0])
 best = curve.loc[curve["mae"].idxmin()]
-studies.plot_counts(curve, adaptive, adaptive_mae, out / "figures" / "counts.png",
+figures.plot_counts(curve, adaptive, adaptive_mae, out / "figures" / "counts.png",
                     title=f"(c) {count_benchmark}: fixed counts against the adaptive rule")""",
             """m = share_mean.set_index("arm")["mae"]
 b = band_mean.set_index("arm")["mae"]
@@ -200,7 +227,7 @@ findings = [
     f"{int(best['count'])} with {best['mae']:.4f}. The paper: about 40 of 75, near the best fixed count. "
     + studies.agreement(adaptive_mae <= 1.05 * best["mae"]),
 ]
-studies.write_study(out, {"share": share, "share_averaged": share_mean, "bands": band, "bands_averaged": band_mean,
+report.write_study(out, {"share": share, "share_averaged": share_mean, "bands": band, "bands_averaged": band_mean,
                           "counts": fixed}, parameters=params, findings=findings,
                     adaptive_counts=adaptive.tolist())
 for line in findings:
@@ -221,7 +248,7 @@ frames, own = [], []
 for name in benchmarks:
     bench, g_size = studies.study_benchmark(name, seed)
     frame = studies.native_families(bench, runs, seed, g_size).assign(benchmark=name)
-    studies.plot_family_heatmap(frame, out / "figures" / f"{name}.png", title=name, min_targets=min_targets)
+    figures.plot_family_heatmap(frame, out / "figures" / f"{name}.png", title=name, min_targets=min_targets)
     frames.append(frame)
     own.append(studies.own_family(frame, min_targets).assign(benchmark=name))
 families = pd.concat(frames, ignore_index=True)
@@ -233,7 +260,7 @@ findings = [
     f"its targets' native sources exceeds its share among all sources; the paper finds targets pick their own "
     f"family. " + studies.agreement(above > len(own) / 2)
 ]
-studies.write_study(out, {"families": families, "own_family": own}, parameters=params, findings=findings)
+report.write_study(out, {"families": families, "own_family": own}, parameters=params, findings=findings)
 for line in findings:
     display(Markdown("- " + line))
 for name in benchmarks:
@@ -256,12 +283,12 @@ for name in benchmarks:
     found = studies.coreset_distances(bench, budget, seed)
     coords = {view: studies.embed_items(m.values, embedding, seed)
               for view, m in (("source models", bench.source), ("target models", bench.target))}
-    studies.plot_embedding(coords, found["labels"], found["medoids"], found, out / "figures" / f"{name}.png",
+    figures.plot_embedding(coords, found["labels"], found["medoids"], found, out / "figures" / f"{name}.png",
                            title=f"{name}: items coloured by a {budget}-item static coreset ({embedding})")
     for view in coords:
         rows.append({"benchmark": name, "view": view, "models": len(getattr(bench, view.split()[0]).models),
                      "mean_distance": found[view]["mean_distance"], "per_model": found[view]["per_model"],
-                     "paper_hellaswag": studies.PAPER["embedding"][view]})
+                     "paper_hellaswag": paper.STUDIES["embedding"][view]})
 table = pd.DataFrame(rows)
 display(Markdown(table.to_markdown(index=False, floatfmt=".3f")))""",
             """wide = table.pivot(index="benchmark", columns="view", values="per_model")
@@ -272,7 +299,7 @@ findings = [
     + studies.agreement(bool(looser[name]))
     for name in wide.index
 ]
-studies.write_study(out, {"distances": table}, parameters=params, findings=findings)
+report.write_study(out, {"distances": table}, parameters=params, findings=findings)
 for line in findings:
     display(Markdown("- " + line))
 for name in benchmarks:
@@ -284,8 +311,8 @@ for name in benchmarks:
 _BEYOND_INTRO = """# Beyond the paper: TailoredBench+ and an interval for every estimate
 
 **TailoredBench+** spends exactly TailoredBench's budget on exactly TailoredBench's probe (same G-set, native
-sources and N-set, same random streams) and changes only the estimate made from it (`tailoredbench/tailored_plus.py`).
-Each ingredient is a variant, measured on its own:
+sources and N-set, same random streams) and changes only the estimate made from it
+(`tailoredbench/methods/tailored_plus.py`). Each ingredient is a variant, measured on its own:
 
 - `calibrated`: the faithful calibrated estimate (identical to `tailoredbench`);
 - `uncalibrated`: the target's own probe results weighted by cluster size (the paper's "calibration off" arm);
@@ -316,7 +343,8 @@ at least one item's worth: the sampling error of an accuracy read from the budge
 estimate e (small for a model that gets almost everything right or wrong), and the target's mean disagreement with
 its 5 closest sources on the items it was asked (small for a model like some sources). q is the conformal quantile
 of error / difficulty over source models treated as targets, each left out in turn (10 folds for gp-IRT, which
-refits its IRT model per fold), at least 100 of them per budget (`tailoredbench/intervals.py`). Section 3 shows,
+refits its IRT model per fold), at least 100 of them per budget (`tailoredbench/conformal.py`,
+`tailoredbench/intervals.py`). Section 3 shows,
 on source models only, why this scale rather than the disagreement alone (the previous design) or none. Coverage is
 the share of (target, run, budget) whose true accuracy falls inside; its ± is the standard error across targets.
 Section 4 asks how far a coverage figure depends on which models are the targets."""
@@ -329,9 +357,14 @@ _BEYOND_CELLS = [
 import pandas as pd
 from IPython.display import Image, Markdown, display
 
-from tailoredbench import intervals, report, studies, tailored_plus
-from tailoredbench.notebooks import BENCHMARK_NOTEBOOKS
+from tailoredbench import SPECS, conformal, figures, report, studies
+from tailoredbench.methods import get_method
+from tailoredbench.methods.tailored_plus import DEFAULT_VARIANT
 from tailoredbench.simulate import simulate
+
+
+def plus(variant):
+    return f"tailored_plus[{variant}]"
 
 out = Path(output_dir)
 (out / "figures").mkdir(parents=True, exist_ok=True)
@@ -343,7 +376,7 @@ params = {k: v for k, v in globals().items() if k in PARAMETER_NAMES}""",
         """selection = studies.compare_on_sources(benchmarks, variants, runs=selection_runs, seed=seed,
                                            n_jobs=jobs)
 display(Markdown(selection.to_markdown(index=False, floatfmt=".4f")))
-chosen = tailored_plus.DEFAULT_VARIANT  # "stacked": TailoredBench+""",
+chosen = DEFAULT_VARIANT  # "stacked": TailoredBench+""",
     ),
     (
         "markdown",
@@ -355,11 +388,10 @@ chosen = tailored_plus.DEFAULT_VARIANT  # "stacked": TailoredBench+""",
         """frames, spreads, calibrations = [], [], {}
 for name in benchmarks:
     bench, g_size = studies.study_benchmark(name, seed)
-    budgets = BENCHMARK_NOTEBOOKS[name]["parameters"]["budgets"]
     own = pd.read_csv(Path(reports_dir) / name / "tables" / "summary.csv")
-    own = own[~own["method"].str.startswith("tailored")]
+    own = own[[get_method(m).kind == "baseline" for m in own["method"]]]
     baseline = own.groupby("method")["mae"].mean().idxmin()
-    sim = simulate(bench, [*tailored_plus.names(variants), baseline], budgets, runs=runs, seed=seed, n_jobs=jobs,
+    sim = simulate(bench, [*map(plus, variants), baseline], SPECS[name].budgets, runs=runs, seed=seed, n_jobs=jobs,
                    g_size=g_size, interval=level)
     frames.append(sim.summary.assign(benchmark=name))
     spreads.append(studies.coverage_by_target(sim.results).assign(benchmark=name))
@@ -370,10 +402,9 @@ display(Markdown(table.to_markdown(index=False, floatfmt=".4f")))""",
     ),
     (
         "code",
-        """labels = {m: m for m in summary["method"].unique() if not m.startswith("tailored_plus")}
-labels.update({tailored_plus.names(["calibrated"])[0]: "TailoredBench (faithful)",
-               tailored_plus.names([chosen])[0]: f"TailoredBench+ ({chosen})"})
-report.plot_beyond(summary, out / "figures" / "beyond.png", labels)
+        """labels = {m: m for m in summary["method"].unique() if get_method(m).kind == "baseline"}
+labels.update({plus("calibrated"): "TailoredBench (faithful)", plus(chosen): f"TailoredBench+ ({chosen})"})
+figures.plot_beyond(summary, out / "figures" / "beyond.png", labels)
 display(Image(filename=str(out / "figures" / "beyond.png")))""",
     ),
     (
@@ -392,20 +423,19 @@ for name, row in plus.iterrows():
     (
         "markdown",
         "## 3. How the intervals scale, chosen on source models\n"
-        "Every normalisation in `intervals.NORMALISATIONS`, applied to the source models that calibrated section 2's "
+        "Every normalisation in `conformal.NORMALISATIONS`, applied to the source models that calibrated section 2's "
         "intervals (each left out in turn): mean width over budgets at the same calibration, and its ratio to no "
         "normalisation (one width for all targets). The faithful method and TailoredBench+ count alike; no target "
         "enters this table.",
     ),
     (
         "code",
-        """scaled = studies.normalisation_table(calibrations, [tailored_plus.names(["calibrated"])[0],
-                                                     tailored_plus.names([chosen])[0]], level)
+        """scaled = studies.normalisation_table(calibrations, [plus("calibrated"), plus(chosen)], level)
 display(Markdown(scaled.to_markdown(index=False, floatfmt=".4f")))
 overall = scaled[scaled["method"] == "all"].set_index("normalisation")["ratio"]
 findings.append(
     f"Interval scale with the narrowest intervals on source models: {overall.idxmin()} ({overall.min():.3f} x the "
-    f"unnormalised width, over both methods and {len(calibrations)} benchmarks); in use: {intervals.IN_USE}."
+    f"unnormalised width, over both methods and {len(calibrations)} benchmarks); in use: {conformal.IN_USE}."
 )""",
     ),
     (
@@ -420,7 +450,7 @@ findings.append(
     (
         "code",
         """splits = [("interleave", 0)] + [("random", s) for s in range(1, random_splits + 1)]
-by_split = studies.coverage_by_split(split_benchmark, splits, method=tailored_plus.names([chosen])[0],
+by_split = studies.coverage_by_split(split_benchmark, splits, method=plus(chosen),
                                      runs=split_runs, seed=seed, n_jobs=jobs, level=level)
 display(Markdown(by_split.to_markdown(index=False, floatfmt=".4f")))
 pooled = by_split[by_split["models"] == "all"]["coverage"]
@@ -429,7 +459,7 @@ findings.append(
     f"{split_benchmark}: split otherwise ({len(pooled)} splits of the same models), TailoredBench+'s intervals cover "
     f"{pooled.min():.2%}-{pooled.max():.2%} of the targets; on its source models alone, {alone:.2%}."
 )
-studies.write_study(out, {"ablation": table, "summary": summary, "selection_on_sources": selection,
+report.write_study(out, {"ablation": table, "summary": summary, "selection_on_sources": selection,
                           "interval_scales": scaled, "coverage_by_split": by_split},
                     parameters=params, findings=findings, chosen_variant=chosen)
 for line in findings:

@@ -2,7 +2,8 @@
 
 ``notebooks/<benchmark>.ipynb`` are all made by :func:`benchmark_notebook` from the
 same cells; only the literals of the ``parameters`` cell and the opening text
-differ. ``python -m tailoredbench.notebooks`` rewrites them, and a test checks that
+differ, both read from the benchmark's :class:`~tailoredbench.datasets.BenchmarkSpec`.
+``python -m tailoredbench.notebooks`` rewrites them, and a test checks that
 the committed files equal what the template makes. :func:`reproduce` executes
 notebooks with papermill into ``reports/<name>/``.
 """
@@ -13,71 +14,19 @@ import os
 import time
 from pathlib import Path
 
+from .datasets.benchmarks import PAPER_BENCHMARKS, SPECS
 from .errors import TailoredBenchError
-from .notebook_studies import STUDIES, study_notebook
+from .methods import PAPER_METHODS
+from .notebook_studies import STUDIES, new_notebook, parameters_cell, study_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 REPORTS = ROOT / "reports"
 
-ALL_METHODS = ["tailoredbench", "random", "anchor_points", "gp_irt", "random_regression"]
-
-_PAPER_BUDGETS = [20, 25, 30, 35, 40]
-_SMALL_BUDGETS = [10, 15, 20, 25, 30]
-_SMALL_NOTE = (
-    " With about 100 items, budgets scale down to 10-30 with a G-set of 5 (the paper's 20-40 with 10 "
-    "would ask for up to 40% of the items); the main table compares at 30."
-)
-
-#: Per benchmark: the parameter literals and the opening text (provenance, counts).
-BENCHMARK_NOTEBOOKS: dict[str, dict] = {
-    "arc_challenge": {
-        "title": "ARC-Challenge",
-        "about": "ARC-Challenge test, 1172 items (`acc_norm`, harness doc_id order), 218 named Open LLM Leaderboard "
-        "(v2 harness) models from `socialfoundations/benchmark-prediction` (MIT); 9 exact duplicate rows dropped "
-        "(first name kept), leaving 209 models: 104 source and 105 target by the accuracy-stratified interleave.",
-        "parameters": {"budgets": _PAPER_BUDGETS, "g_size": 10, "max_models": None},
-    },
-    "hellaswag": {
-        "title": "HellaSwag (tinyHellaswag items)",
-        "about": "HellaSwag as ATLAS's tinyHellaswag matrix (`Peiyu-Georgia-Li/ATLAS`): 3467 Open LLM Leaderboard v1 "
-        "models x the 97 tinyBenchmarks anchor items, not the full 10042; a seeded subsample of 300 models "
-        "(`max_models`), split 150 source / 150 target by the accuracy-stratified interleave." + _SMALL_NOTE,
-        "parameters": {"budgets": _SMALL_BUDGETS, "g_size": 5, "max_models": 300},
-    },
-    "gsm8k": {
-        "title": "GSM8K",
-        "about": "The paper's own GSM8K data (`marvelcell/TailoredBench`): 75 source and 75 target models x 1319 "
-        "test items, split as given by the paper (accuracy-stratified, alternating). Models are unnamed.",
-        "parameters": {"budgets": _PAPER_BUDGETS, "g_size": 10, "max_models": None},
-    },
-    "winogrande": {
-        "title": "Winogrande (tinyWinogrande items)",
-        "about": "Winogrande as ATLAS's tinyWinogrande matrix (`Peiyu-Georgia-Li/ATLAS`): 4680 Open LLM Leaderboard "
-        "v1 models x the 100 tinyBenchmarks anchor items, not the full 1267; a seeded subsample of 300 models "
-        "(`max_models`), split 150 source / 150 target by the accuracy-stratified interleave." + _SMALL_NOTE,
-        "parameters": {"budgets": _SMALL_BUDGETS, "g_size": 5, "max_models": 300},
-    },
-    "pope": {
-        "title": "POPE",
-        "about": "POPE (MSCOCO; random, popular and adversarial splits) built by the package from raw answer files "
-        "of 22 public LVLM runs (see the data registry and `tailoredbench/datasets/pope.py`): every run is "
-        "parsed with POPE's own yes/no rule and checked against the published answered counts and accuracies; "
-        "4 flagged runs are excluded. The matrix is the complete block: the 10 runs (5 checkpoints) that answered "
-        "all 8910 items of LLaVA's question set, split 5 source / 5 target. **That is far fewer models than the "
-        "paper's POPE split**: Kendall's tau over 5 targets can only take a few values and is very noisy, and "
-        "native-source selection has at most 5 sources to choose from; read MAE as the main figure here.",
-        "parameters": {"budgets": _PAPER_BUDGETS, "g_size": 10, "max_models": None},
-    },
-}
+#: The benchmark notebooks (those with a place in the paper's tables), in the paper's order.
+BENCHMARK_NOTEBOOKS = PAPER_BENCHMARKS
 
 DEFAULT_PARAMETERS = {"runs": 100, "seed": 0, "jobs": 2, "distance": "manhattan"}
-
-
-def _parameters_cell(params: dict) -> str:
-    lines = ["# Parameters (papermill injects overrides below this cell)."]
-    lines += [f"{key} = {value!r}" for key, value in params.items()]
-    return "\n".join(lines)
 
 
 _CELLS = [
@@ -125,32 +74,25 @@ print(json.dumps(sim.seconds_per_run, indent=1))""",
 
 def benchmark_notebook(name: str):
     """The notebook of benchmark ``name``, as an ``nbformat`` node."""
-    spec = BENCHMARK_NOTEBOOKS[name]
+    spec = SPECS[name]
     intro = (
-        f"# {spec['title']}: TailoredBench against its baselines\n\n"
-        f"{spec['about']}\n\n"
+        f"# {spec.title}: TailoredBench against its baselines\n\n"
+        f"{spec.about}\n\n"
         "Generated from one template by `python -m tailoredbench.notebooks`; do not edit by hand. "
         "Run it with `tailoredbench reproduce --notebook " + name + "` (or `make reproduce` for all); "
         f"it writes `reports/{name}/`."
     )
     params = {
         "benchmark": name,
-        "methods": ALL_METHODS,
-        **spec["parameters"],
+        "methods": list(PAPER_METHODS),
+        "budgets": list(spec.budgets),
+        "g_size": spec.g_size,
+        "max_models": spec.max_models,
         **DEFAULT_PARAMETERS,
         "output_dir": f"../reports/{name}",
     }
-    return _new_notebook(name, intro, _parameters_cell(params), _CELLS)
+    return new_notebook(name, intro, parameters_cell(params), _CELLS)
 
-
-#: The paper's main-table MAE at 30 inferences: (best baseline, TailoredBench).
-PAPER_MAE_AT_30 = {
-    "arc_challenge": (0.036, 0.028),
-    "hellaswag": (0.043, 0.018),
-    "gsm8k": (0.041, 0.033),
-    "winogrande": (0.038, 0.024),
-    "pope": (0.034, 0.031),
-}
 
 _MAIN_TABLE_INTRO = """# The main table: every benchmark, budget and method
 
@@ -174,13 +116,13 @@ _MAIN_TABLE_CELLS = [
 
 from IPython.display import Image, Markdown, display
 
-from tailoredbench import report""",
+from tailoredbench import figures, provenance, report, tables""",
     ),
     (
         "code",
         """table, sources = report.collect(reports_dir, benchmarks)
 out = Path(output_dir)
-report.write_tables(table, out / "tables", "main_table", keys=("benchmark", "budget"))
+tables.write_tables(table, out / "tables", "main_table", keys=("benchmark", "budget"))
 sources.to_csv(out / "tables" / "sources.csv", index=False)
 display(Markdown(sources.to_markdown(index=False)))
 if not sources["from_current_code"].all():
@@ -199,9 +141,9 @@ display(Markdown(comparison.to_markdown(index=False, floatfmt=".3f")))""",
     (
         "code",
         """(out / "figures").mkdir(parents=True, exist_ok=True)
-report.plot_main_figure(table, out / "figures" / "main_figure.png")
+figures.plot_main_figure(table, out / "figures" / "main_figure.png")
 display(Image(filename=str(out / "figures" / "main_figure.png")))
-report.write_metrics(
+provenance.write_metrics(
     out / "metrics.json",
     parameters={"benchmarks": benchmarks, "paper_mae_at_30": paper_mae_at_30},
     benchmark={"inputs": sources.to_dict(orient="records")},
@@ -212,34 +154,15 @@ report.write_metrics(
 ]
 
 
-def _new_notebook(name: str, intro: str, parameters: str, cells):
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.metadata = {
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-    }
-    made = [nbformat.v4.new_markdown_cell(intro)]
-    made.append(nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]}))
-    for kind, source in cells:
-        maker = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
-        made.append(maker(source))
-    for i, cell in enumerate(made):
-        cell["id"] = f"{name}-{i}"
-    nb.cells = made
-    return nb
-
-
 def main_table_notebook():
     """The main-table notebook, as an ``nbformat`` node."""
     params = {
         "benchmarks": list(BENCHMARK_NOTEBOOKS),
-        "paper_mae_at_30": {k: list(v) for k, v in PAPER_MAE_AT_30.items()},
+        "paper_mae_at_30": {k: list(SPECS[k].paper_mae_at_30) for k in BENCHMARK_NOTEBOOKS},
         "reports_dir": "../reports",
         "output_dir": "../reports/main_table",
     }
-    return _new_notebook("main_table", _MAIN_TABLE_INTRO, _parameters_cell(params), _MAIN_TABLE_CELLS)
+    return new_notebook("main_table", _MAIN_TABLE_INTRO, parameters_cell(params), _MAIN_TABLE_CELLS)
 
 
 _TUTORIAL_INTRO = """# Tutorial: evaluate your own model on 30 items instead of 1172
@@ -249,10 +172,10 @@ an estimate of its accuracy on the whole benchmark. This notebook walks one real
 ARC-Challenge, with the same commands you would run:
 
 1. `tailoredbench plan --benchmark arc_challenge --out plan/` picks the **G-set**, ten items every model answers;
-2. `lm-eval run ... --samples plan/probe.json --log_samples --output_path out/` runs your model on them;
+2. `lm-eval run ... --samples plan/g_set.json --log_samples --output_path out/` runs your model on them;
 3. `tailoredbench plan --state plan/ --samples out/<model>/samples_*.jsonl --budget 30` picks the model's
-   **native source models** and the rest of its **N-set**;
-4. after a second lm-eval run on `plan/nset.json`, `tailoredbench estimate --state plan/ --samples ...` gives the
+   **native source models** and its **N-set**, the items that complete its probe;
+4. after a second lm-eval run on `plan/n_set.json`, `tailoredbench estimate --state plan/ --samples ...` gives the
    **calibrated estimate** with a 90% interval (calibrated on source models playing the new model).
 
 No GPU here: the model is one of the benchmark's held-out (target) models, and its recorded results are written out
@@ -268,7 +191,8 @@ from pathlib import Path
 from IPython.display import Markdown, display
 
 import tailoredbench as tb
-from tailoredbench import lm_eval, report, workflow
+from tailoredbench import figures, workflow
+from tailoredbench.datasets import lm_eval
 
 out = Path(output_dir)
 (out / "figures").mkdir(parents=True, exist_ok=True)
@@ -287,20 +211,20 @@ these first.""",
     ),
     (
         "code",
-        """state = workflow.plan_probe(benchmark, out / "plan", g_size=g_size, seed=seed)
-print((out / "plan" / "probe.json").read_text())
-report.plot_probe(bench.source.values, state["g_items"], path=out / "figures" / "g_set.png");""",
+        """state = workflow.plan_g_set(benchmark, out / "plan", g_size=g_size, seed=seed)
+print((out / "plan" / "g_set.json").read_text())
+figures.plot_probe(bench.source.values, state["g_set"], path=out / "figures" / "g_set.png");""",
     ),
     (
         "markdown",
         """## Step 2: the model answers the G-set
 With a real model: `lm-eval run --model hf --model_args pretrained=<model> --tasks arc_challenge --samples
-plan/probe.json --log_samples --output_path out/`. Here the recorded results are written in the same format.""",
+plan/g_set.json --log_samples --output_path out/`. Here the recorded results are written in the same format.""",
     ),
     (
         "code",
-        """first = lm_eval.write_samples(out / "lm_eval", folder, state["task"], state["g_doc_ids"],
-                              recorded[state["g_items"]], state["metric"], "2025-01-01T00-00-00.000001")
+        """first = lm_eval.write_samples(out / "lm_eval", folder, state["task"], state["g_set_doc_ids"],
+                              recorded[state["g_set"]], state["metric"], "2025-01-01T00-00-00.000001")
 print(first.relative_to(out), "->", lm_eval.read_samples(first, state["metric"]))""",
     ),
     (
@@ -313,33 +237,34 @@ the budget: the *N-set*, tailored to this model.""",
     ),
     (
         "code",
-        """state = workflow.plan_native(out / "plan", [first], budget)
+        """state = workflow.plan_n_set(out / "plan", [first], budget)
 print(f"{len(state['native_sources'])} native sources, nearest first:", ", ".join(state["native_sources"][:8]), "...")
-report.plot_native_families(
+figures.plot_native_families(
     bench.source.models, state["native_sources"], path=out / "figures" / "native_families.png"
 );""",
     ),
     (
         "code",
         """_, fitted = workflow.fitted(state)
-fitted.native_items(recorded[state["g_items"]], budget)
-report.plot_probe(bench.source.values, state["g_items"], state["n_items"], labels=fitted.probe_.labels,
-                  path=out / "figures" / "clusters.png");""",
+probe = fitted.plan(recorded[state["g_set"]], budget)  # the same probe as the plan's: a Probe value
+figures.plot_probe(bench.source.values, probe.g_set, probe.n_set, labels=probe.labels,
+                   path=out / "figures" / "clusters.png");""",
     ),
     (
         "markdown",
         """## Step 4: the calibrated estimate
-After the second lm-eval run (`--samples plan/nset.json`), each cluster's medoid result rescales the native
+After the second lm-eval run (`--samples plan/n_set.json`), each cluster's medoid result rescales the native
 sources' mean on every item of the cluster: if the model beat its native sources on the medoid, it is credited
 on the cluster's other items too, and the other way round.""",
     ),
     (
         "code",
-        """second = lm_eval.write_samples(out / "lm_eval", folder, state["task"], state["n_doc_ids"],
-                               recorded[state["n_items"]], state["metric"], "2025-01-01T01-00-00.000001")
+        """second = lm_eval.write_samples(out / "lm_eval", folder, state["task"], state["n_set_doc_ids"],
+                               recorded[state["n_set"]], state["metric"], "2025-01-01T01-00-00.000001")
 result = workflow.estimate(out / "plan", [first, second])
-y = recorded[fitted.probe_.medoids]
-report.plot_calibration(fitted.native_mean_, fitted.probe_, y, path=out / "figures" / "calibration.png");""",
+y = recorded[probe.items]
+native_mean = bench.source.values[probe.native_sources].mean(axis=0)
+figures.plot_calibration(native_mean, probe, y, path=out / "figures" / "calibration.png");""",
     ),
     (
         "code",
@@ -376,7 +301,7 @@ def tutorial_notebook():
         "budget": 30,
         "output_dir": "../reports/tutorial_evaluate_your_model",
     }
-    return _new_notebook("tutorial", _TUTORIAL_INTRO, _parameters_cell(params), _TUTORIAL_CELLS)
+    return new_notebook("tutorial", _TUTORIAL_INTRO, parameters_cell(params), _TUTORIAL_CELLS)
 
 
 def all_notebooks() -> dict:

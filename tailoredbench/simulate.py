@@ -8,13 +8,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.stats import kendalltau
+from joblib import Parallel, delayed, parallel_config
+from tqdm.auto import tqdm
 
+from .conformal import difficulty, interval
 from .datasets.benchmarks import Benchmark, load_benchmark
 from .datasets.matrix import ResponseMatrix
 from .errors import TailoredBenchError
-from .intervals import difficulty, revealed_unlikeness
-from .methods import get_method, method_options, split_name
+from .intervals import pseudo_targets, revealed_unlikeness
+from .methods import Method, get_method, name_options, split_name
+from .metrics import summarize
 from .oracle import Oracle
 
 DEFAULT_BUDGETS = (20, 25, 30, 35, 40)
@@ -61,8 +64,11 @@ def _as_benchmark(benchmark) -> Benchmark:
     raise TailoredBenchError("benchmark must be a name, a Benchmark or a (source, target) pair")
 
 
-def check_inputs(bench: Benchmark, budgets: Sequence[int], g_size: int, methods: Sequence[str]) -> None:
-    """Raise a one-line :class:`TailoredBenchError` for settings no method can run."""
+def check_inputs(bench: Benchmark, budgets: Sequence[int], options: dict[str, dict]) -> None:
+    """Raise a one-line :class:`TailoredBenchError` for settings no method can run.
+
+    ``options`` holds each method name's checked options (:func:`method_settings`).
+    """
     if bench.source.n_models < 2 or bench.target.n_models < 2:
         raise TailoredBenchError(
             f"{bench.name}: {bench.source.n_models} source and {bench.target.n_models} target models; "
@@ -77,38 +83,55 @@ def check_inputs(bench: Benchmark, budgets: Sequence[int], g_size: int, methods:
             raise TailoredBenchError(f"budget {budget} exceeds the item count {bench.n_items} of {bench.name}")
         if budget < 1:
             raise TailoredBenchError(f"budget {budget} must be positive")
-        if any(m.startswith("tailored") for m in methods) and budget <= g_size:
-            raise TailoredBenchError(f"budget {budget} must exceed the G-set size {g_size}")
+        for name, opts in options.items():
+            if get_method(name).kind == "tailored" and budget <= opts["g_size"]:
+                raise TailoredBenchError(f"budget {budget} must exceed the G-set size {opts['g_size']}")
+
+
+def method_settings(methods: Sequence[str], shared: dict, method_options: dict | None) -> dict[str, dict]:
+    """Each method name's options: the ``shared`` settings it declares, ``method_options`` and its variant.
+
+    ``method_options`` apply to every method; an option a method does not declare is an error.
+    """
+    settings = {}
     for name in methods:
-        get_method(name)
+        method = get_method(name)
+        declared = {k: v for k, v in shared.items() if k in method.options}
+        settings[name] = method.check_options({**declared, **(method_options or {}), **name_options(name)})
+    return settings
 
 
-def _variant(name: str, impl) -> str:
-    return method_options(name).get("variant", impl.DEFAULT_VARIANT)
-
-
-def _variants(methods, base) -> dict:
-    # a method with variants prepares for those asked of it (e.g. fits TailoredBench+'s stacking weights)
-    impl = get_method(base)
-    if not hasattr(impl, "VARIANTS"):
-        return {}
-    return {"variants": [_variant(n, impl) for n in methods if split_name(n)[0] == base]}
-
-
-def _one_run(run, methods, prepared, source, target, budgets, seed, options, with_difficulty=False):
-    rows, seconds, hardness = {}, {}, {}
-    passes: list[tuple[list[str], dict]] = []  # (method names, the oracles they asked through)
+def _by_base(methods: Sequence[str]) -> dict[str, list[str]]:
     by_base: dict[str, list[str]] = {}
     for name in methods:
         by_base.setdefault(split_name(name)[0], []).append(name)
-    for base, names in by_base.items():
+    return by_base
+
+
+def _prepare(source, budgets, settings: dict[str, dict]) -> dict[str, dict]:
+    """One preparation per method, shared by its variants (which it is told, e.g. to fit stacking weights)."""
+    prepared = {}
+    for base, names in _by_base(settings).items():
+        method: Method = get_method(base)
+        options = {k: v for k, v in settings[names[0]].items() if k != "variant"}
+        if method.variants:
+            options["variants"] = [settings[n]["variant"] for n in names]
+        prepared[base] = method.prepare(source, budgets, **options)
+    return prepared
+
+
+def _one_run(run, settings, prepared, source, target, budgets, seed, with_difficulty=False):
+    rows, seconds, hardness = {}, {}, {}
+    passes: list[tuple[list[str], dict]] = []  # (method names, the oracles they asked through)
+    for base, names in _by_base(settings).items():
         impl = get_method(base)
-        if len(names) > 1 and hasattr(impl, "run_variants"):
+        if len(names) > 1:
             # several variants of one method from one pass (same probes, same oracle)
             start = time.perf_counter()
             oracles = {b: Oracle(target, budget=b) for b in budgets}
-            variants = [_variant(n, impl) for n in names]
-            out = impl.run_variants(prepared[base], source, oracles, (seed, run), variants=variants, **options)
+            variants = [settings[n]["variant"] for n in names]
+            options = {k: v for k, v in settings[names[0]].items() if k != "variant"}
+            out = impl.run_variants(prepared[base], source, oracles, (seed, run), variants, **options)
             for name, variant in zip(names, variants, strict=True):
                 rows[name] = np.vstack([out[variant][b] for b in budgets])
                 seconds[name] = (time.perf_counter() - start) / len(names)
@@ -117,7 +140,7 @@ def _one_run(run, methods, prepared, source, target, budgets, seed, options, wit
         for name in names:
             start = time.perf_counter()
             oracles = {b: Oracle(target, budget=b) for b in budgets}
-            estimates = impl.run(prepared[base], source, oracles, (seed, run), **options, **method_options(name))
+            estimates = impl.run(prepared[base], source, oracles, (seed, run), **settings[name])
             seconds[name] = time.perf_counter() - start
             rows[name] = np.vstack([estimates[b] for b in budgets])
             passes.append(([name], oracles))
@@ -161,11 +184,11 @@ def simulate(
     n_jobs : int
         joblib workers; the results are identical whatever their number.
     g_size, distance
-        TailoredBench settings (other methods ignore what they do not use).
+        TailoredBench's settings, given to every method that declares them.
     method_options : dict, optional
-        Further keyword options for every method, e.g. ``{"calibrate": False}`` or
-        ``{"n_native": 20}`` for TailoredBench, ``{"variant": "mix"}`` for
-        TailoredBench+; methods ignore options they do not use.
+        Further options for every method, e.g. ``{"calibrate": False}`` or
+        ``{"n_native": 20}`` for TailoredBench; an option that a method does not
+        declare is an error naming those it does.
     interval : float, optional
         A level such as 0.9: every estimate gets an interval calibrated on the source
         models (:mod:`tailoredbench.intervals`); ``results`` gains ``interval_low``
@@ -189,23 +212,20 @@ def simulate(
     >>> sorted(sim.summary.columns)[:3]
     ['budget', 'kendall_tau', 'kendall_tau_se']
     """
-    from joblib import Parallel, delayed, parallel_config
-
     bench = _as_benchmark(benchmark)
     methods = list(methods)
     budgets = sorted(int(b) for b in budgets)
     if runs < 1:
         raise TailoredBenchError(f"runs must be at least 1, got {runs}")
-    check_inputs(bench, budgets, g_size, methods)
+    settings_of = method_settings(methods, {"g_size": g_size, "distance": distance}, method_options)
+    check_inputs(bench, budgets, settings_of)
     if interval is not None:
         if not 0 < interval < 1:
             raise TailoredBenchError(f"interval level must be between 0 and 1, got {interval}")
         if bench.source.n_models < 3:
             raise TailoredBenchError(f"{bench.name}: intervals need at least 3 source models")
-    options = {**(method_options or {}), "g_size": g_size, "distance": distance, "budgets": budgets}
     source, target = bench.source.values, bench.target.values
-    bases = dict.fromkeys(split_name(name)[0] for name in methods)
-    prepared = {base: get_method(base).prepare(source, **options, **_variants(methods, base)) for base in bases}
+    prepared = _prepare(source, budgets, settings_of)
 
     start = time.perf_counter()
     # Processes by default (threads measured slower: the per-target Python work holds
@@ -213,12 +233,10 @@ def simulate(
     config = {"n_jobs": n_jobs} if backend is None else {"backend": backend, "n_jobs": n_jobs}
     with parallel_config(**config):
         tasks = Parallel(return_as="generator")(
-            delayed(_one_run)(r, methods, prepared, source, target, budgets, seed, options, interval is not None)
+            delayed(_one_run)(r, settings_of, prepared, source, target, budgets, seed, interval is not None)
             for r in range(runs)
         )
         if progress:
-            from tqdm.auto import tqdm
-
             tasks = tqdm(tasks, total=runs, desc=f"{bench.name} runs")
         outputs = sorted(tasks, key=lambda out: out[0])
     wall = time.perf_counter() - start
@@ -242,7 +260,7 @@ def simulate(
     results = pd.concat(frames, ignore_index=True)
     calibration = {}
     if interval is not None:
-        results, calibration = _with_intervals(results, methods, source, budgets, seed, interval, options, prepared)
+        results, calibration = _with_intervals(results, settings_of, source, budgets, seed, interval, prepared)
     seconds = {name: float(np.mean([out[2][name] for out in outputs])) for name in methods}
     seconds["wall_per_run"] = wall / runs
     settings = {
@@ -259,20 +277,19 @@ def simulate(
     return Simulation(results, summarize(results), bench.summary(), settings, seconds, calibration)
 
 
-def _with_intervals(results, methods, source, budgets, seed, level, options, prepared):
+def _with_intervals(results, settings, source, budgets, seed, level, prepared):
     """``results`` with each estimate's interval, and ``{method: {budget: PseudoTargets}}`` it was calibrated on."""
-    from .intervals import interval, pseudo_targets
-
-    options = {k: v for k, v in options.items() if k != "budgets"}
     results = results.copy()
     results["interval_low"] = np.nan
     results["interval_high"] = np.nan
     calibration = {}
-    for name in methods:
+    for name, options in settings.items():
         # fitted combination weights (TailoredBench+) are reused in the folds rather than refitted in each
         fitted = prepared[split_name(name)[0]]
-        reused = {"weights": fitted["weights"]} if "weights" in fitted else {}
-        calibration[name] = pseudo_targets(name, source, budgets, seed=seed, **options, **reused)
+        options = {k: v for k, v in options.items() if k != "variant"}
+        if "weights" in fitted:
+            options["weights"] = fitted["weights"]
+        calibration[name] = pseudo_targets(name, source, budgets, seed=seed, **options)
         for budget in budgets:
             rows = (results["method"] == name) & (results["budget"] == budget)
             q = calibration[name][budget].quantile(level=level)
@@ -281,57 +298,3 @@ def _with_intervals(results, methods, source, budgets, seed, level, options, pre
             results.loc[rows, "interval_low"] = low
             results.loc[rows, "interval_high"] = high
     return results, calibration
-
-
-def per_run_metrics(results: pd.DataFrame) -> pd.DataFrame:
-    """MAE and Kendall's tau-b over the targets, per (method, budget, run).
-
-    A run whose estimates are all equal has an undefined tau; it counts as 0, as in
-    the paper's code.
-    """
-    rows = []
-    for (method, budget, run), group in results.groupby(["method", "budget", "run"], sort=True):
-        tau = kendalltau(group["true"], group["estimate"]).statistic
-        rows.append(
-            {
-                "method": method,
-                "budget": budget,
-                "run": run,
-                "mae": float(np.mean(np.abs(group["estimate"] - group["true"]))),
-                "kendall_tau": 0.0 if np.isnan(tau) else float(tau),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def covered(results: pd.DataFrame) -> pd.Series:
-    """Per row of a simulation's ``results``: whether the true accuracy lies inside its interval."""
-    return (results["interval_low"] <= results["true"]) & (results["true"] <= results["interval_high"])
-
-
-def summarize(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean and standard error over runs of MAE and Kendall's tau, per (method, budget)."""
-    metrics = per_run_metrics(results)
-
-    def se(values):
-        return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
-
-    summary = metrics.groupby(["method", "budget"], sort=False).agg(
-        mae=("mae", "mean"),
-        mae_se=("mae", se),
-        kendall_tau=("kendall_tau", "mean"),
-        kendall_tau_se=("kendall_tau", se),
-        runs=("run", "nunique"),
-    )
-    summary = summary.reset_index()
-    if "interval_low" in results:
-        # coverage over all targets and runs: the share of true accuracies inside their interval
-        extra = (
-            results.assign(covered=covered(results), width=results["interval_high"] - results["interval_low"])
-            .groupby(["method", "budget"], sort=False)[["covered", "width"]]
-            .mean()
-            .rename(columns={"covered": "coverage"})
-            .reset_index()
-        )
-        summary = summary.merge(extra, on=["method", "budget"], how="left")
-    return summary

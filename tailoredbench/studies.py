@@ -4,7 +4,8 @@ Each study notebook (``notebooks/study_*.ipynb``) is a few calls into this modul
 :func:`sweep` runs TailoredBench under several settings ("arms") on several
 benchmarks with the same seeds (a paired comparison), :func:`by_arm` averages over
 benchmarks as the paper does, :func:`paper_table` sets the paper's figure beside
-ours, and :func:`write_study` writes ``tables/``, ``figures/`` and ``metrics.json``.
+ours, and :func:`tailoredbench.report.write_study` writes ``tables/``, ``figures/`` and
+``metrics.json``.
 The beyond-the-paper notebook uses :func:`compare_on_sources` (TailoredBench+'s
 variants with source models only), :func:`beyond_table`, :func:`normalisation_table`
 (how the intervals scale, on source models) and :func:`coverage_by_target` and
@@ -14,51 +15,39 @@ the targets).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from . import report, tailored_plus
-from .datasets.benchmarks import Benchmark, load_benchmark
+from . import rng
+from .conformal import NORMALISATIONS
+from .datasets.benchmarks import PAPER_BENCHMARKS, SPECS, Benchmark, benchmark_spec
+from .datasets.matrix import ResponseMatrix, split_models
+from .distances import standardize
 from .errors import TailoredBenchError
 from .families import model_family
-from .kmedoids import binary_points, k_medoids_binary, standardize
-from .simulate import covered, simulate
-from .tailored import _G_STREAM, _rng, g_set, ranked_sources
+from .kmedoids import binary_points, k_medoids_binary
+from .methods import split_name
+from .methods.tailored_plus import VARIANTS
+from .metrics import covered
+from .simulate import simulate
+from .tailored import g_set, ranked_sources
 
 #: Benchmarks the averaged studies run on, in the paper's order.
-STUDY_BENCHMARKS = ("arc_challenge", "hellaswag", "gsm8k", "winogrande", "pope")
+STUDY_BENCHMARKS = PAPER_BENCHMARKS
 #: Benchmarks whose models have names (for the family study).
-NAMED_BENCHMARKS = ("arc_challenge", "hellaswag", "winogrande")
-
-#: The paper's values, averaged over its benchmarks unless said otherwise: (Kendall's tau, MAE).
-PAPER = {
-    "distance": {"correlation": (0.720, 0.032), "cosine": (0.736, 0.028), "manhattan": (0.740, 0.027)},
-    "calibration": {"off": (0.724, 0.030), "on": (0.740, 0.027)},
-    "g_size": {5: (0.734, 0.030), 10: (0.740, 0.027), 15: (0.736, 0.028), 25: (0.731, 0.029)},
-    # HellaSwag at budget 150
-    "budget_scaling": {
-        "random": (0.935, 0.030),
-        "anchor_points": (0.940, 0.040),
-        "gp_irt": (0.936, 0.012),
-        "tailoredbench": (0.943, 0.012),
-    },
-    # HellaSwag: mean item-to-medoid distance of the static coreset
-    "embedding": {"source models": 10.09, "target models": 12.48},
-}
+NAMED_BENCHMARKS = tuple(name for name in PAPER_BENCHMARKS if SPECS[name].named_models)
 
 
 def study_benchmark(name: str, seed: int = 0) -> tuple[Benchmark, int]:
     """A benchmark as its notebook loads it (same model subsample), and its G-set size."""
-    from .notebooks import BENCHMARK_NOTEBOOKS
+    spec = benchmark_spec(name)
+    return spec.load(seed), spec.g_size
 
-    if name not in BENCHMARK_NOTEBOOKS:
-        raise TailoredBenchError(f"unknown benchmark {name!r}; choose one of {', '.join(BENCHMARK_NOTEBOOKS)}")
-    params = BENCHMARK_NOTEBOOKS[name]["parameters"]
-    return load_benchmark(name, max_models=params["max_models"], seed=seed), params["g_size"]
+
+def _variant_name(variant: str) -> str:
+    return f"tailored_plus[{variant}]"
 
 
 def sweep(
@@ -167,7 +156,7 @@ def adaptive_counts(bench: Benchmark, runs: int, seed: int = 0, g_size: int = 10
     points = binary_points(source.T, distance)
     counts = []
     for run in range(runs):
-        g_items = g_set(source, g_size, random_state=_rng((seed, run), _G_STREAM), points=points)
+        g_items = g_set(source, g_size, random_state=rng.stream((seed, run), rng.G_SET), points=points)
         counts.append(ranked_sources(source[:, g_items], target[:, g_items], distance=distance)[0])
     return np.array(counts)
 
@@ -184,7 +173,7 @@ def native_families(bench: Benchmark, runs: int = 10, seed: int = 0, g_size: int
     tgt_family = np.array([model_family(m) for m in bench.target.models])
     counts: dict[tuple[str, str], int] = {}
     for run in range(runs):
-        g_items = g_set(source, g_size, random_state=_rng((seed, run), _G_STREAM), points=points)
+        g_items = g_set(source, g_size, random_state=rng.stream((seed, run), rng.G_SET), points=points)
         n_native, order = ranked_sources(source[:, g_items], target[:, g_items])
         for t, rows in enumerate(order[:, :n_native]):
             for family in src_family[rows]:
@@ -220,7 +209,7 @@ def coreset_distances(bench: Benchmark, budget: int = 30, seed: int = 0) -> dict
     represents them worse.
     """
     source, target = bench.source.values, bench.target.values
-    result = k_medoids_binary(binary_points(source.T), budget, random_state=np.random.default_rng([seed, 7]))
+    result = k_medoids_binary(binary_points(source.T), budget, random_state=rng.stream((seed, rng.CORESET)))
     medoid_of_item = result.medoids[result.labels]
     out = {"medoids": result.medoids, "labels": result.labels}
     for view, matrix in (("source models", source), ("target models", target)):
@@ -250,7 +239,7 @@ def embed_items(matrix: np.ndarray, method: str = "pca", seed: int = 0) -> np.nd
 
 def compare_on_sources(
     benchmarks: Sequence[str],
-    variants: Sequence[str] = tailored_plus.VARIANTS,
+    variants: Sequence[str] = VARIANTS,
     *,
     runs: int = 20,
     seed: int = 0,
@@ -269,26 +258,21 @@ def compare_on_sources(
         Per variant and benchmark, the MAE over budgets and its ratio to the
         calibrated estimate's, and a ``mean`` row per variant.
     """
-    from .datasets.matrix import split_models
-    from .notebooks import BENCHMARK_NOTEBOOKS
-
     rows = []
     for name in benchmarks:
         bench, g_size = study_benchmark(name, seed)
         pseudo_source, pseudo_target = split_models(bench.source, "interleave", seed)
         pseudo = Benchmark(f"{name} (sources only)", pseudo_source, pseudo_target, {})
-        budgets = BENCHMARK_NOTEBOOKS[name]["parameters"]["budgets"]
-        sim = simulate(
-            pseudo, tailored_plus.names(variants), budgets, runs=runs, seed=seed, n_jobs=n_jobs, g_size=g_size
-        )
+        names = [_variant_name(v) for v in variants]
+        sim = simulate(pseudo, names, SPECS[name].budgets, runs=runs, seed=seed, n_jobs=n_jobs, g_size=g_size)
         mae = sim.summary.groupby("method")["mae"].mean()
-        for v, method in zip(variants, tailored_plus.names(variants), strict=True):
+        for v, method in zip(variants, names, strict=True):
             rows.append(
                 {
                     "benchmark": name,
                     "variant": v,
                     "mae": mae[method],
-                    "ratio": mae[method] / mae[tailored_plus.names(["calibrated"])[0]],
+                    "ratio": mae[method] / mae[_variant_name("calibrated")],
                 }
             )
     table = pd.DataFrame(rows)
@@ -311,7 +295,7 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
     GSM8K and ARC, <= 1 elsewhere) and a tau not lower; ``meets_coverage`` the 85-95%
     range.
     """
-    faithful = tailored_plus.names(["calibrated"])[0]
+    faithful = _variant_name("calibrated")
     table = summary.groupby(["benchmark", "method"], sort=False)[["mae", "kendall_tau", "coverage", "width"]].mean()
     table = table.reset_index()
     if spread is not None:
@@ -326,9 +310,9 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
         table["method"] == faithful,
         "faithful TailoredBench",
         np.where(
-            table["method"] == tailored_plus.names([chosen])[0],
+            table["method"] == _variant_name(chosen),
             "TailoredBench+ (chosen)",
-            np.where(table["method"].str.startswith("tailored_plus"), "variant", "best baseline"),
+            np.where([split_name(m)[0] == "tailored_plus" for m in table["method"]], "variant", "best baseline"),
         ),
     )
     table["meets_mae"] = table["meets_mae"].astype(object)
@@ -339,18 +323,16 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
 def normalisation_table(
     calibrations: Mapping[str, Mapping], methods: Sequence[str], level: float = 0.9
 ) -> pd.DataFrame:
-    """How wide each of :data:`~tailoredbench.intervals.NORMALISATIONS` makes the intervals, on source models only.
+    """How wide each of :data:`~tailoredbench.conformal.NORMALISATIONS` makes the intervals, on source models only.
 
     ``calibrations`` maps a benchmark to its simulation's ``calibration`` (per
     method and budget, the left-out sources that calibrated the intervals). For each
     method of ``methods``, the mean width over budgets of intervals calibrated on
-    those sources (:meth:`~tailoredbench.intervals.PseudoTargets.width`) and its
+    those sources (:meth:`~tailoredbench.conformal.PseudoTargets.width`) and its
     ratio to no normalisation; ``mean`` rows average the ratios over benchmarks, and
     ``all`` rows over methods too. The normalisation with the lowest ``all`` ratio
     is the one a user would choose without seeing any target.
     """
-    from .intervals import NORMALISATIONS
-
     rows = []
     for benchmark, calibration in calibrations.items():
         for method in methods:
@@ -417,11 +399,8 @@ def coverage_by_split(
         (:func:`coverage_by_target`), mean ``width``, ``mae`` and ``kendall_tau``
         averaged over the benchmark's budgets.
     """
-    from .datasets.matrix import ResponseMatrix, split_models
-    from .notebooks import BENCHMARK_NOTEBOOKS
-
     bench, g_size = study_benchmark(name, seed)
-    budgets = BENCHMARK_NOTEBOOKS[name]["parameters"]["budgets"]
+    budgets = SPECS[name].budgets
     pooled = ResponseMatrix(
         np.vstack([bench.source.values, bench.target.values]),
         tuple(f"source:{m}" for m in bench.source.models) + tuple(f"target:{m}" for m in bench.target.models),
@@ -449,99 +428,6 @@ def coverage_by_split(
             }
         )
     return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------------------
-# Figures
-
-
-def plot_arms(table: pd.DataFrame, path, x: str = "arm", title: str = "", hue: str = "benchmark"):
-    """MAE and tau per arm: one line per benchmark and the mean over benchmarks in black."""
-    plt, sns = report._plotting()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    order = list(dict.fromkeys(table[x].astype(str)))
-    data = table.assign(**{x: table[x].astype(str)})
-    for ax, metric, label in ((axes[0], "mae", "MAE"), (axes[1], "kendall_tau", "Kendall's tau")):
-        sns.pointplot(data=data, x=x, y=metric, hue=hue, order=order, ax=ax, errorbar=None, markersize=4, linewidth=1)
-        if hue == "benchmark" and data["benchmark"].nunique() > 1:
-            mean = data.groupby(x, sort=False)[metric].mean().reindex(order)
-            ax.plot(range(len(order)), mean.values, color="black", linewidth=2.5, marker="o", label="mean")
-        ax.set_ylabel(label)
-        ax.legend(fontsize=7)
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def plot_counts(table: pd.DataFrame, adaptive: np.ndarray, adaptive_mae: float, path, title: str = ""):
-    """MAE against a fixed native-source count, with the adaptive rule's count and MAE marked."""
-    plt, _ = report._plotting()
-    fig, ax = plt.subplots(figsize=(6, 3.8))
-    ax.errorbar(table["count"], table["mae"], yerr=table["mae_se"], marker="o", label="fixed count")
-    ax.axvline(adaptive.mean(), color="C3", linestyle="--", label=f"adaptive rule (mean {adaptive.mean():.0f})")
-    ax.axhline(adaptive_mae, color="C3", linestyle=":", label=f"adaptive MAE {adaptive_mae:.4f}")
-    ax.set_xlabel("native source models")
-    ax.set_ylabel("MAE")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets: int = 3):
-    """Rows: target families; columns: source families; cells: share of the native sources."""
-    plt, sns = report._plotting()
-    frame = frame[frame["targets"] >= min_targets]
-    grid = frame.pivot_table(index="target_family", columns="source_family", values="share", fill_value=0.0)
-    fig, ax = plt.subplots(figsize=(1.0 + 0.6 * grid.shape[1], 1.2 + 0.45 * grid.shape[0]))
-    sns.heatmap(grid, annot=True, fmt=".2f", cmap="Blues", cbar=False, ax=ax, annot_kws={"fontsize": 7})
-    ax.set_xlabel("native source family")
-    ax.set_ylabel("target family")
-    ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def plot_embedding(coords: Mapping[str, np.ndarray], labels: np.ndarray, medoids, distances: Mapping, path, title=""):
-    """Side by side: items embedded by source and by target models, coloured by coreset cluster."""
-    plt, _ = report._plotting()
-    fig, axes = plt.subplots(1, len(coords), figsize=(5 * len(coords), 4.2))
-    for ax, (view, xy) in zip(np.atleast_1d(axes), coords.items(), strict=True):
-        ax.scatter(xy[:, 0], xy[:, 1], c=labels, cmap="tab20", s=6, alpha=0.7)
-        ax.scatter(xy[medoids, 0], xy[medoids, 1], c="black", marker="x", s=30)
-        ax.set_title(f"{view}: mean item-to-medoid distance {distances[view]['mean_distance']:.2f}", fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-# ---------------------------------------------------------------------------
-# Output
-
-
-def write_study(directory, tables: Mapping[str, pd.DataFrame], *, parameters: dict, findings: Sequence[str], **extra):
-    """Write each table as CSV and Markdown under ``tables/`` and ``metrics.json`` with the findings."""
-    directory = Path(directory)
-    (directory / "tables").mkdir(parents=True, exist_ok=True)
-    (directory / "figures").mkdir(parents=True, exist_ok=True)
-    for name, table in tables.items():
-        table.to_csv(directory / "tables" / f"{name}.csv", index=False, float_format="%.6g")
-        (directory / "tables" / f"{name}.md").write_text(table.to_markdown(index=False, floatfmt=".4f") + "\n")
-    record = {
-        "parameters": parameters,
-        "findings": list(findings),
-        "git_commit": report.git_commit(),
-        "tables": {name: json.loads(t.to_json(orient="records")) for name, t in tables.items()},
-        **extra,
-    }
-    (directory / "metrics.json").write_text(json.dumps(record, indent=2, default=report._jsonable) + "\n")
-    return record
 
 
 def agreement(agrees: bool, partly: bool = False) -> str:

@@ -2,11 +2,11 @@
 
 Three steps around two lm-eval runs, each leaving files in a plan folder:
 
-1. :func:`plan_probe` fits TailoredBench on a benchmark's source models and writes the
-   G-set as lm-eval's ``--samples`` selection (``probe.json``) and ``state.json``.
-2. :func:`plan_native` reads the model's samples on the G-set, picks its native source
-   models (single-target mode) and writes the rest of its N-set (``nset.json``).
-3. :func:`estimate` reads the samples on the N-set and returns the estimate.
+1. :func:`plan_g_set` fits TailoredBench on a benchmark's source models and writes the
+   G-set as lm-eval's ``--samples`` selection (``g_set.json``) and ``state.json``.
+2. :func:`plan_n_set` reads the model's samples on the G-set, picks its native source
+   models (single-target mode) and writes the rest of its probe, the N-set (``n_set.json``).
+3. :func:`estimate` reads the samples on the whole probe and returns the estimate.
 
 Every step refits from the pinned data with the stored seed, so the state stays small
 and a step run twice gives the same answer; run ``r`` of a simulation with seed ``s``
@@ -20,14 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
+from ._version import __version__
 from .datasets import load_benchmark
+from .datasets.lm_eval import DEFAULT_METRIC, read_samples, samples_argument
 from .errors import TailoredBenchError
-from .lm_eval import DEFAULT_METRIC, read_samples, samples_argument
-from .tailored import TailoredBench
+from .estimator import TailoredBench
 
-STATE, PROBE, NSET = "state.json", "probe.json", "nset.json"
-#: The estimate's interval (calibrated on the source models, see tailoredbench.intervals).
+STATE, G_SET, N_SET = "state.json", "g_set.json", "n_set.json"
+#: The layout of ``state.json``; a state of another format is refused.
+STATE_FORMAT = 2
+#: The estimate's interval (calibrated on the source models, see tailoredbench.conformal).
 INTERVAL_LEVEL = 0.9
 
 
@@ -41,12 +43,12 @@ def fitted(state: dict):
     if list(bench.source.models) != state["source_models"]:
         raise TailoredBenchError(f"{state['benchmark']}: the source models differ from the plan's")
     tb = TailoredBench(state["g_size"], state["distance"], random_state=(state["seed"], 0)).fit(bench.source)
-    if [int(i) for i in tb.probe_items()] != state["g_items"]:
+    if [int(i) for i in tb.g_set_] != state["g_set"]:
         raise TailoredBenchError("the G-set refitted from the data differs from the plan's")
     return bench, tb
 
 
-def plan_probe(
+def plan_g_set(
     benchmark: str,
     out: str | Path,
     *,
@@ -56,13 +58,14 @@ def plan_probe(
     seed: int = 0,
     distance: str = "manhattan",
 ) -> dict:
-    """Step 1: write ``probe.json`` (the G-set for lm-eval's ``--samples``) and ``state.json``."""
+    """Step 1: write ``g_set.json`` (the G-set for lm-eval's ``--samples``) and ``state.json``."""
     task = task or benchmark
     bench = load_benchmark(benchmark)
     tb = TailoredBench(g_size, distance, random_state=(seed, 0)).fit(bench.source)
-    g_items = [int(i) for i in tb.probe_items()]
+    g_items = [int(i) for i in tb.g_set_]
     doc_ids = [bench.source.items[i] for i in g_items]
     state = {
+        "state_format": STATE_FORMAT,
         "tailoredbench_version": __version__,
         "benchmark": benchmark,
         "task": task,
@@ -70,20 +73,20 @@ def plan_probe(
         "seed": seed,
         "g_size": g_size,
         "distance": distance,
-        "n_items": bench.n_items,
+        "item_count": bench.n_items,
         "source_models": list(bench.source.models),
-        "g_items": g_items,
-        "g_doc_ids": doc_ids,
+        "g_set": g_items,
+        "g_set_doc_ids": doc_ids,
     }
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    _write_json(out / PROBE, samples_argument(task, doc_ids))
+    _write_json(out / G_SET, samples_argument(task, doc_ids))
     _write_json(out / STATE, state)
     return state
 
 
 def read_state(folder: str | Path, seed: int | None = None) -> dict:
-    """The plan's state, refusing one written by another package version or for another seed."""
+    """The plan's state, refusing one of another format, package version or seed."""
     path = Path(folder) / STATE
     if not path.is_file():
         raise TailoredBenchError(f"{path}: no plan state; run 'tailoredbench plan --benchmark ...' first")
@@ -91,6 +94,9 @@ def read_state(folder: str | Path, seed: int | None = None) -> dict:
         state = json.loads(path.read_text())
     except json.JSONDecodeError:
         raise TailoredBenchError(f"{path}: not a JSON state file") from None
+    if not isinstance(state, dict) or state.get("state_format") != STATE_FORMAT:
+        found = state.get("state_format", 1) if isinstance(state, dict) else "unknown"
+        raise TailoredBenchError(f"{path}: a plan state of format {found}, this is format {STATE_FORMAT}; plan again")
     if state.get("tailoredbench_version") != __version__:
         raise TailoredBenchError(
             f"{path}: written by tailoredbench {state.get('tailoredbench_version')}, this is {__version__}; plan again"
@@ -100,14 +106,14 @@ def read_state(folder: str | Path, seed: int | None = None) -> dict:
     return state
 
 
-def _results(state: dict, samples, n_items_ids) -> dict[int, float]:
+def _results(state: dict, samples, item_ids) -> dict[int, float]:
     merged: dict[int, float] = {}
     for path in samples:
         for doc_id, value in read_samples(path, state["metric"], state["task"]).items():
             if doc_id in merged and merged[doc_id] != value:
                 raise TailoredBenchError(f"{path}: doc_id {doc_id} has conflicting results across files")
             merged[doc_id] = value
-    outside = sorted(set(merged) - set(n_items_ids))
+    outside = sorted(set(merged) - set(item_ids))
     if outside:
         raise TailoredBenchError(f"doc_id {outside[0]} is not an item of {state['benchmark']}")
     return merged
@@ -120,37 +126,42 @@ def _on(results: dict, doc_ids, what: str) -> np.ndarray:
     return np.array([results[d] for d in doc_ids])
 
 
-def plan_native(folder: str | Path, samples, budget: int, seed: int | None = None) -> dict:
-    """Step 2: from the samples on the G-set, write ``nset.json`` (the rest of the N-set)."""
-    folder = Path(folder)
-    state = read_state(folder, seed)
+def _probe(state: dict, samples, budget: int) -> tuple:
+    """Refit, read the samples, and plan the probe from the G-set results."""
     bench, tb = fitted(state)
     results = _results(state, samples, bench.source.items)
-    rest = tb.native_items(_on(results, state["g_doc_ids"], "G-set"), budget)
-    doc_ids = [bench.source.items[i] for i in rest]
+    probe = tb.plan(_on(results, state["g_set_doc_ids"], "G-set"), budget)
+    return bench, tb, results, probe
+
+
+def plan_n_set(folder: str | Path, samples, budget: int, seed: int | None = None) -> dict:
+    """Step 2: from the samples on the G-set, write ``n_set.json`` (the rest of the probe)."""
+    folder = Path(folder)
+    state = read_state(folder, seed)
+    bench, _, _, probe = _probe(state, samples, budget)
+    doc_ids = [bench.source.items[i] for i in probe.n_set]
     state.update(
         budget=budget,
-        native_sources=[bench.source.models[i] for i in tb.native_sources_],
-        n_items=[int(i) for i in rest],
-        n_doc_ids=doc_ids,
+        native_sources=[bench.source.models[i] for i in probe.native_sources],
+        n_set=[int(i) for i in probe.n_set],
+        n_set_doc_ids=doc_ids,
     )
-    _write_json(folder / NSET, samples_argument(state["task"], doc_ids))
+    _write_json(folder / N_SET, samples_argument(state["task"], doc_ids))
     _write_json(folder / STATE, state)
     return state
 
 
 def estimate(folder: str | Path, samples, seed: int | None = None) -> dict:
-    """Step 3: the estimated full-benchmark accuracy from the samples on the whole N-set."""
+    """Step 3: the estimated full-benchmark accuracy from the samples on the whole probe."""
     state = read_state(folder, seed)
     if "budget" not in state:
         raise TailoredBenchError(f"{folder}: plan the N-set first ('tailoredbench plan --state ... --budget N')")
-    bench, tb = fitted(state)
-    results = _results(state, samples, bench.source.items)
-    rest = tb.native_items(_on(results, state["g_doc_ids"], "G-set"), state["budget"])
-    if [int(i) for i in rest] != state["n_items"]:
+    _, tb, results, probe = _probe(state, samples, state["budget"])
+    if [int(i) for i in probe.n_set] != state["n_set"]:
         raise TailoredBenchError("the G-set results differ from those the N-set was planned with")
-    value = tb.estimate(_on(results, state["n_doc_ids"], "N-set"))
-    low, high = tb.interval(INTERVAL_LEVEL)
+    y = _on(results, state["g_set_doc_ids"] + state["n_set_doc_ids"], "probe")
+    value = tb.estimate(probe, y)
+    low, high = tb.interval(probe, y, INTERVAL_LEVEL)
     return {
         "benchmark": state["benchmark"],
         "task": state["task"],
@@ -161,6 +172,6 @@ def estimate(folder: str | Path, samples, seed: int | None = None) -> dict:
         "interval_high": high,
         "budget": state["budget"],
         "seed": state["seed"],
-        "items_used": state["g_doc_ids"] + state["n_doc_ids"],
+        "items_used": state["g_set_doc_ids"] + state["n_set_doc_ids"],
         "native_sources": state["native_sources"],
     }

@@ -7,16 +7,15 @@ import pytest
 from scipy.special import expit
 
 from conftest import synthetic_matrix
-from tailoredbench.baselines import anchor_points, gp_irt, random, random_regression
 from tailoredbench.cli import main
-from tailoredbench.methods import METHODS
+from tailoredbench.methods import METHODS, anchor_points, gp_irt, random, random_regression
 from tailoredbench.oracle import Oracle
 
 
 def test_random_is_the_mean_on_its_items():
     target = synthetic_matrix(6, 50, 1)
     oracle = Oracle(target, 10)
-    estimate = random.run({}, None, {10: oracle}, (0, 0))[10]
+    estimate = random.Random().run({}, None, {10: oracle}, (0, 0))[10]
     items = np.flatnonzero(oracle._asked[0])
     assert len(items) == 10 and (oracle.spent() == 10).all()
     assert np.allclose(estimate, target[:, items].mean(axis=1))
@@ -38,9 +37,10 @@ def test_anchor_points_with_one_cluster_per_pattern_is_exact():
     sizes = [7, 3, 12, 1, 5]
     data = distinct_patterns(30, 5, sizes, seed=2)
     source, target = data[:20], data[20:]
-    prepared = anchor_points.prepare(source)
+    method = anchor_points.AnchorPoints()
+    prepared = method.prepare(source, [5])
     for run in range(5):
-        estimate = anchor_points.run(prepared, source, {5: Oracle(target, 5)}, (run, 0))[5]
+        estimate = method.run(prepared, source, {5: Oracle(target, 5)}, (run, 0))[5]
         assert np.allclose(estimate, target.mean(axis=1))
 
 
@@ -64,8 +64,9 @@ def test_random_regression_uses_the_same_items_as_random():
     data = synthetic_matrix(40, 60, 4)
     source, target = data[:20], data[20:]
     a, b = Oracle(target, 15), Oracle(target, 15)
-    random.run({}, source, {15: a}, (1, 2))
-    estimate = random_regression.run(random_regression.prepare(source), source, {15: b}, (1, 2))[15]
+    random.Random().run({}, source, {15: a}, (1, 2))
+    method = random_regression.RandomRegression()
+    estimate = method.run(method.prepare(source, [15]), source, {15: b}, (1, 2))[15]
     assert (a._asked == b._asked).all()
     assert ((estimate >= 0) & (estimate <= 1)).all()
 
@@ -91,15 +92,15 @@ def test_irt_recovers_known_item_parameters():
 def test_gp_irt_prepare_is_cached_and_lambda_follows_the_formula(tmp_path, monkeypatch):
     monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path))
     source = synthetic_matrix(40, 80, 5)
-    first = gp_irt.prepare(source, budgets=[10, 20])
+    first = gp_irt.prepare(source, [10, 20])
     assert list(tmp_path.glob("irt/*.npz"))
-    second = gp_irt.prepare(source, budgets=[10, 20])
+    second = gp_irt.prepare(source, [10, 20])
     assert np.array_equal(first["model"].a, second["model"].a)
     assert first["meta"]["dim"] in gp_irt.DIMENSIONS
     bias, v = first["bias"][20], first["variance"]
     assert np.isclose(gp_irt.weight(first, 20), bias**2 / (bias**2 + v / 80))
     oracle = Oracle(synthetic_matrix(10, 80, 6), 20)
-    estimate = gp_irt.run(first, source, {20: oracle}, (0, 0))[20]
+    estimate = gp_irt.GpIrt().run(first, source, {20: oracle}, (0, 0))[20]
     assert (oracle.spent() == 20).all() and np.isfinite(estimate).all()
 
 

@@ -6,16 +6,9 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
+from tailoredbench.distances import DISTANCES, binary_distances, standardize, weighted_hamming
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.kmedoids import (
-    DISTANCES,
-    binary_distances,
-    binary_points,
-    k_medoids,
-    k_medoids_binary,
-    standardize,
-    weighted_hamming,
-)
+from tailoredbench.kmedoids import binary_points, k_medoids, k_medoids_binary
 
 
 def cost(D, medoids):
@@ -75,8 +68,18 @@ def test_fixed_medoids_never_move_and_rest_is_locally_optimal(seed):
             trial = result.medoids.copy()
             trial[p] = x
             assert cost(D, trial) >= result.cost - 1e-9
-    optimum, _ = brute_force_pam(D, 4, fixed)
-    assert result.cost >= optimum - 1e-9
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_fixed_medoid_plus_free_ones_reach_the_optimum_on_separated_clusters(seed):
+    # one medoid fixed inside the first cluster: the free medoids must find the other two clusters' best points
+    rng = np.random.default_rng(seed)
+    centres = np.array([[0, 0], [20, 0], [0, 20]])
+    X = np.vstack([c + rng.normal(size=(4, 2)) for c in centres])
+    D = cdist(X, X)
+    optimum, _ = brute_force_pam(D, 3, fixed=[1])
+    result = k_medoids(D, 3, fixed=[1], random_state=seed)
+    assert result.medoids[0] == 1 and np.isclose(result.cost, optimum)
 
 
 def test_fixed_medoids_win_ties():

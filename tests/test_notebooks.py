@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from tailoredbench import load_benchmark
+from tailoredbench import SPECS
 from tailoredbench.notebooks import BENCHMARK_NOTEBOOKS, REPRODUCE_ORDER, all_notebooks, reproduce
 
 
@@ -24,9 +24,9 @@ def test_committed_notebook_is_the_template(name):
 
 @pytest.mark.parametrize("name", list(BENCHMARK_NOTEBOOKS))
 def test_opening_text_states_the_real_counts(name):
-    spec = BENCHMARK_NOTEBOOKS[name]
-    bench = load_benchmark(name, max_models=spec["parameters"]["max_models"], seed=0)
-    about = spec["about"]
+    spec = SPECS[name]
+    bench = spec.load(seed=0)
+    about = spec.about
     assert f"{bench.n_items} " in about or f"{bench.n_items} items" in about
     assert str(bench.source.n_models) in about and str(bench.target.n_models) in about
 
@@ -78,4 +78,4 @@ def test_tutorial_runs_the_real_workflow(tmp_path):
     assert abs(metrics["estimate"] - metrics["true_accuracy"]) < 0.1
     for figure in ("g_set", "native_families", "clusters", "calibration"):
         assert (out / "figures" / f"{figure}.png").is_file()
-    assert (out / "plan" / "probe.json").is_file() and (out / "plan" / "nset.json").is_file()
+    assert (out / "plan" / "g_set.json").is_file() and (out / "plan" / "n_set.json").is_file()

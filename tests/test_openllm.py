@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tailoredbench.datasets.openllm import build_openllm_matrix, details_repo
 from tailoredbench.errors import DataError
-from tailoredbench.openllm import build_openllm_matrix, details_repo
 
 
 @pytest.fixture

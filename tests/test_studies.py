@@ -7,10 +7,12 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, synthetic_matrix
-from tailoredbench import studies, tailored
+from tailoredbench import paper, studies, tailored
 from tailoredbench.datasets.benchmarks import Benchmark
 from tailoredbench.datasets.matrix import ResponseMatrix
 from tailoredbench.errors import TailoredBenchError
+from tailoredbench.methods import get_method
+from tailoredbench.methods.tailoredbench import probes
 from tailoredbench.notebook_studies import STUDIES
 from tailoredbench.notebooks import reproduce
 from tailoredbench.oracle import Oracle
@@ -24,8 +26,9 @@ def matrices():
 
 def _run(matrices, **options):
     source, target = matrices
-    prepared = tailored.prepare(source)
-    return tailored.run(prepared, source, {20: Oracle(target, 20)}, (0, 1), g_size=5, **options)[20]
+    method = get_method("tailoredbench")
+    options = method.check_options({"g_size": 5, **options})
+    return method.run(method.prepare(source, [20], **options), source, {20: Oracle(target, 20)}, (0, 1), **options)[20]
 
 
 def _bench(source, target) -> Benchmark:
@@ -46,8 +49,8 @@ def test_native_bands_take_the_ranked_columns():
 
 def test_calibration_off_is_the_cluster_weighted_mean(matrices):
     source, target = matrices
-    prepared = tailored.prepare(source)
-    for p in tailored.probes(prepared, source, {20: Oracle(target, 20)}, (0, 1), g_size=5):
+    prepared = get_method("tailoredbench").prepare(source, [20], distance="manhattan")
+    for _, p in probes(prepared, source, {20: Oracle(target, 20)}, (0, 1), g_size=5, distance="manhattan"):
         brute = np.mean([p.results[label] for label in p.probe.labels])
         assert tailored.uncalibrated_estimate(p.probe, p.results) == pytest.approx(brute)
     off = _run(matrices, calibrate=False)
@@ -73,7 +76,7 @@ def test_paper_table_sets_the_paper_beside_ours():
     averaged = studies.by_arm(
         pd.DataFrame({"arm": ["5", "10", "5", "10"], "mae": [0.1, 0.2, 0.3, 0.4], "kendall_tau": [1, 1, 0, 0]})
     )
-    table = studies.paper_table(averaged, studies.PAPER["g_size"])
+    table = studies.paper_table(averaged, paper.STUDIES["g_size"])
     assert table["paper_mae"].tolist() == [0.030, 0.027]
     assert table["mae"].tolist() == pytest.approx([0.2, 0.3])
 

@@ -6,18 +6,19 @@ from scipy.spatial.distance import cdist
 
 from conftest import synthetic_matrix
 from tailoredbench import TailoredBench, simulate
+from tailoredbench.distances import standardize
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.kmedoids import standardize
+from tailoredbench.methods import get_method
 from tailoredbench.oracle import Oracle
-from tailoredbench.tailored import (
-    NSet,
-    calibrated_estimate,
-    g_set,
-    n_set,
-    native_sources,
-    run,
-)
-from tailoredbench.tailored import prepare as prepare_tailored
+from tailoredbench.tailored import Probe, calibrated_estimate, g_set, n_set, native_sources
+
+METHOD = get_method("tailoredbench")
+
+
+def run(source, oracles, key, **options):
+    """One simulated repetition of TailoredBench."""
+    options = METHOD.check_options(options)
+    return METHOD.run(METHOD.prepare(source, sorted(oracles), **options), source, oracles, key, **options)
 
 
 def reference_native_sources(g_source, g_target):
@@ -69,7 +70,7 @@ def test_calibrated_estimate_matches_item_by_item_formula(rng):
     expected = np.mean(
         [min(1.0, (m[i] + 0.5) * (y[c] + 0.5) / (m[medoids[c]] + 0.5) - 0.5) for i, c in enumerate(labels)]
     )
-    assert np.isclose(calibrated_estimate(m, NSet(medoids, labels), y), expected)
+    assert np.isclose(calibrated_estimate(m, Probe(medoids[:1], [], medoids[1:], labels), y), expected)
 
 
 def test_g_set_is_seeded_and_sorted():
@@ -80,35 +81,83 @@ def test_g_set_is_seeded_and_sorted():
 
 
 def test_n_set_keeps_the_g_set_first_and_labels_every_item():
-    native = synthetic_matrix(15, 120, 2)
+    source = synthetic_matrix(15, 120, 2)
     g_items = np.array([5, 50, 90])
-    probe = n_set(native, g_items, 12, random_state=0)
-    assert probe.medoids[:3].tolist() == g_items.tolist()
-    assert len(set(probe.medoids.tolist())) == 12
+    probe = n_set(source, np.arange(15), g_items, 12, random_state=0)
+    assert probe.items[:3].tolist() == probe.g_set.tolist() == g_items.tolist()
+    assert len(set(probe.items.tolist())) == 12 == probe.budget
     assert probe.labels.shape == (120,)
-    assert (probe.labels[probe.medoids] == np.arange(12)).all()
+    assert (probe.labels[probe.items] == np.arange(12)).all()
+    with pytest.raises(ValueError):  # a probe is immutable
+        probe.n_set[0] = 0
     with pytest.raises(TailoredBenchError, match="must exceed"):
-        n_set(native, g_items, 3)
+        n_set(source, np.arange(15), g_items, 3)
     with pytest.raises(TailoredBenchError, match="exceeds the item count"):
-        n_set(native, g_items, 121)
+        n_set(source, np.arange(15), g_items, 121)
 
 
 def test_stateful_api_replays_a_simulated_target():
     data = synthetic_matrix(40, 150, 5)
     source, target = data[:20], data[20:21]  # one target: batch and single-target modes agree
     key = (3, 2)
-    estimates = run(prepare_tailored(source), source, {25: Oracle(target, 25)}, key, g_size=8)
+    estimates = run(source, {25: Oracle(target, 25)}, key, g_size=8)
     tb = TailoredBench(g_size=8, random_state=key).fit(source)
-    probe = tb.probe_items()
-    rest = tb.native_items(target[0, probe], budget=25)
-    assert len(probe) + len(rest) == 25
-    assert np.isclose(tb.estimate(target[0, rest]), estimates[25][0])
+    probe = tb.plan(target[0, tb.g_set_], budget=25)
+    assert probe.budget == 25 and np.array_equal(probe.g_set, tb.g_set_)
+    assert np.isclose(tb.estimate(probe, target[0, probe.items]), estimates[25][0])
+
+
+def test_one_fitted_estimator_serves_models_interleaved_as_each_alone():
+    data = synthetic_matrix(60, 150, 8)  # SYNTHETIC
+    source, models = data[:30], data[30:33]
+    for estimator in ("calibrated", "plus"):
+        shared = TailoredBench(g_size=6, random_state=1, estimator=estimator).fit(source)
+        g = shared.g_set_
+        pairs = [(shared.plan(m[g], budget=20), m) for m in models]  # every model planned before any estimate
+        # estimates in the reverse order of the plans: nothing of one model may leak into another's
+        answers = [(shared.estimate(p, m[p.items]), shared.interval(p, m[p.items])) for p, m in reversed(pairs)]
+        for (value, interval), m in zip(reversed(answers), models, strict=True):
+            alone = TailoredBench(g_size=6, random_state=1, estimator=estimator).fit(source)
+            p = alone.plan(m[g], budget=20)
+            assert value == alone.estimate(p, m[p.items])
+            assert interval == alone.interval(p, m[p.items])
+    assert not [k for k in vars(shared) if k.endswith("_") and k not in ("source_", "g_set_", "key_")]
+
+
+@pytest.mark.parametrize("random_state", [0, [0, 3], None, np.random.default_rng(5)])
+def test_every_random_state_form_works(random_state):
+    data = synthetic_matrix(30, 80, 9)  # SYNTHETIC
+    tb = TailoredBench(g_size=5, random_state=random_state).fit(data[:20])
+    probe = tb.plan(data[25, tb.g_set_], budget=15)
+    assert 0 <= tb.estimate(probe, data[25, probe.items]) <= 1
+    assert len(g_set(data[:20], 5, random_state=random_state)) == 5
+    assert n_set(data[:20], np.arange(5), tb.g_set_, 15, random_state=random_state).budget == 15
+    with pytest.raises(TailoredBenchError, match="random_state"):
+        TailoredBench(random_state="seven").fit(data[:20])
+
+
+def test_estimator_checks_its_parameters_in_fit_and_its_inputs():
+    data = synthetic_matrix(30, 80, 10)  # SYNTHETIC
+    TailoredBench(distance="nowhere")  # parameters are checked in fit, as in scikit-learn
+    with pytest.raises(TailoredBenchError, match="distance"):
+        TailoredBench(distance="nowhere").fit(data[:20])
+    with pytest.raises(TailoredBenchError, match="estimator"):
+        TailoredBench(estimator="magic").fit(data[:20])
+    with pytest.raises(TailoredBenchError, match="not fitted"):
+        TailoredBench().plan(np.ones(10), 20)
+    tb = TailoredBench(g_size=5).fit(data[:20])
+    assert tb.get_params()["g_size"] == 5 and tb.set_params(g_size=6).g_size == 6
+    with pytest.raises(TailoredBenchError, match="G-set results"):
+        tb.plan(np.ones(4), 20)
+    probe = TailoredBench(g_size=5).fit(data[:20]).plan(data[25, :5], 15)
+    with pytest.raises(TailoredBenchError, match="results"):
+        TailoredBench(g_size=5).fit(data[:20]).estimate(probe, np.ones(3))
 
 
 def test_run_never_exceeds_the_budget():
     data = synthetic_matrix(30, 80, 6)
     oracles = {b: Oracle(data[15:], b) for b in (12, 20)}
-    run(prepare_tailored(data[:15]), data[:15], oracles, (0, 0), g_size=5)
+    run(data[:15], oracles, (0, 0), g_size=5)
     assert (oracles[12].spent() == 12).all()
     assert (oracles[20].spent() == 20).all()
 

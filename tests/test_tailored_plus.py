@@ -4,10 +4,13 @@ import numpy as np
 import pytest
 
 from conftest import synthetic_matrix
-from tailoredbench import tailored, tailored_plus
+from tailoredbench import TailoredBench, tailored
 from tailoredbench.errors import TailoredBenchError
+from tailoredbench.methods import tailored_plus, variant_names
 from tailoredbench.oracle import Oracle
 from tailoredbench.simulate import simulate
+
+PLUS = tailored_plus.TailoredPlus()
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +26,7 @@ def test_calibrated_variant_is_the_faithful_method(matrices):
 
 
 def test_variants_from_one_pass_equal_variants_run_alone(matrices):
-    names = tailored_plus.names(["mix", "local_mix"])
+    names = ["tailored_plus[mix]", "tailored_plus[local_mix]"]
     together = simulate(matrices, names, [20], runs=2, g_size=5).results
     alone = simulate(matrices, names[:1], [20], runs=2, g_size=5).results
     assert np.array_equal(together[together["method"] == names[0]]["estimate"].values, alone["estimate"].values)
@@ -32,14 +35,14 @@ def test_variants_from_one_pass_equal_variants_run_alone(matrices):
 @pytest.mark.parametrize("variant", [v for v in tailored_plus.VARIANTS if v != "calibrated"])
 def test_never_reads_target_results_it_was_not_given(matrices, variant):
     source, target = matrices
-    prepared = tailored_plus.prepare(source, variant=variant, g_size=5, budgets=[20])
+    prepared = PLUS.prepare(source, [20], variant=variant, g_size=5)
     oracle = Oracle(target, budget=20)
-    first = tailored_plus.run(prepared, source, {20: oracle}, (0, 0), variant=variant, g_size=5)[20]
+    first = PLUS.run(prepared, source, {20: oracle}, (0, 0), variant=variant, g_size=5)[20]
     asked = oracle._asked.copy()
     assert (asked.sum(axis=1) == 20).all()
     # flip every result the method did not ask for: the estimates must not move
     changed = np.where(asked, target, 1.0 - target)
-    again = tailored_plus.run(prepared, source, {20: Oracle(changed, budget=20)}, (0, 0), variant=variant, g_size=5)
+    again = PLUS.run(prepared, source, {20: Oracle(changed, budget=20)}, (0, 0), variant=variant, g_size=5)
     assert np.array_equal(first, again[20])
 
 
@@ -48,7 +51,8 @@ def test_stacking_weights_come_from_sources_only(matrices):
     weights = tailored_plus.stack_weights(source, [20], g_size=5)
     assert weights.shape == (len(tailored_plus.COMPONENTS),)
     assert weights.min() >= 0 and weights.sum() == pytest.approx(1)
-    assert np.array_equal(tailored_plus.prepare(source, g_size=5, budgets=[20])["weights"], weights)
+    assert np.array_equal(PLUS.prepare(source, [20], g_size=5)["weights"], weights)
+    assert len(variant_names("tailored_plus")) == len(tailored_plus.VARIANTS)
 
 
 def test_simplex_weights_against_brute_force(rng):
@@ -72,9 +76,9 @@ def test_weighted_ridge_matches_weighted_least_squares(rng):
 
 def test_every_component_of_a_source_like_target_is_close(matrices):
     source, _ = matrices
-    probe = tailored.n_set(source, np.array([0, 1, 2]), 25, random_state=0)
+    probe = tailored.n_set(source, np.arange(len(source)), np.array([0, 1, 2]), 25, random_state=0)
     truth = source[4].mean()
-    parts = tailored_plus.components(source, source.mean(axis=1), source.mean(axis=0), probe, source[4, probe.medoids])
+    parts = tailored_plus.components(source, source.mean(axis=1), source.mean(axis=0), probe, source[4, probe.items])
     for value in parts.values():
         assert abs(value - truth) < 0.1
 
@@ -83,20 +87,22 @@ def test_unknown_variant_and_missing_weights_are_errors(matrices):
     source, target = matrices
     with pytest.raises(TailoredBenchError, match="no variant"):
         simulate(matrices, ["tailored_plus[best]"], [20], runs=1, g_size=5)
-    prepared = tailored_plus.prepare(source, variant="mix", g_size=5)
+    prepared = PLUS.prepare(source, [20], variant="mix", g_size=5)
     with pytest.raises(TailoredBenchError, match="weights"):
-        tailored_plus.run(prepared, source, {20: Oracle(target, 20)}, (0, 0), variant="stacked", g_size=5)
+        PLUS.run(prepared, source, {20: Oracle(target, 20)}, (0, 0), variant="stacked", g_size=5)
+    with pytest.raises(TailoredBenchError, match=r"no option 'n_nativ'.*g_size"):
+        simulate(matrices, ["tailored_plus"], [20], runs=1, g_size=5, method_options={"n_nativ": 3})
 
 
 def test_stateful_plus_estimator(matrices):
     source, target = matrices
-    tb = tailored.TailoredBench(g_size=5, estimator="plus").fit(source)
-    rest = tb.native_items(target[0, tb.probe_items()], budget=20)
-    value = tb.estimate(target[0, rest])
-    low, high = tb.interval(0.9)
+    tb = TailoredBench(g_size=5, estimator="plus").fit(source)
+    probe = tb.plan(target[0, tb.g_set_], budget=20)
+    value = tb.estimate(probe, target[0, probe.items])
+    low, high = tb.interval(probe, target[0, probe.items], 0.9)
     assert 0 <= low <= value <= high <= 1
     with pytest.raises(TailoredBenchError, match="estimator"):
-        tailored.TailoredBench(estimator="best")
+        TailoredBench(estimator="best").fit(source)
 
 
 def test_a_refit_forgets_the_old_sources(matrices):
@@ -105,12 +111,12 @@ def test_a_refit_forgets_the_old_sources(matrices):
     other = 1 - source
 
     def answer(tb):
-        rest = tb.native_items(target[0, tb.probe_items()], budget=20)
-        return tb.estimate(target[0, rest]), tb.interval(0.9)
+        probe = tb.plan(target[0, tb.g_set_], budget=20)
+        return tb.estimate(probe, target[0, probe.items]), tb.interval(probe, target[0, probe.items], 0.9)
 
-    refitted = tailored.TailoredBench(g_size=5, estimator="plus").fit(source)
+    refitted = TailoredBench(g_size=5, estimator="plus").fit(source)
     answer(refitted)
-    assert answer(refitted.fit(other)) == answer(tailored.TailoredBench(g_size=5, estimator="plus").fit(other))
+    assert answer(refitted.fit(other)) == answer(TailoredBench(g_size=5, estimator="plus").fit(other))
 
 
 def test_two_sources_get_equal_stacking_weights(matrices):

@@ -7,9 +7,9 @@ import pytest
 
 from tailoredbench import __version__, load_benchmark
 from tailoredbench.cli import main
-from tailoredbench.lm_eval import load_lm_eval_samples, parse_samples_argument, read_samples
+from tailoredbench.datasets.lm_eval import load_lm_eval_samples, parse_samples_argument, read_samples
+from tailoredbench.methods import get_method
 from tailoredbench.oracle import Oracle
-from tailoredbench.tailored import prepare, run
 
 TARGET = 17  # a held-out (target) model of the ARC split
 
@@ -37,12 +37,12 @@ def test_full_loop_equals_the_simulation(arc, tmp_path, capsys):
         main(["plan", "--benchmark", "arc_challenge", "--task", "arc_challenge", "--seed", "3", "--out", str(plan)])
         == 0
     )
-    probe = parse_samples_argument(str(plan / "probe.json"))  # as lm-eval reads --samples
+    probe = parse_samples_argument(str(plan / "g_set.json"))  # as lm-eval reads --samples
     assert list(probe) == ["arc_challenge"] and len(probe["arc_challenge"]) == 10
     first = write_samples(tmp_path / "out", "held-out", probe["arc_challenge"], row, "2025-01-01T00-00-00.000001")
 
     assert main(["plan", "--state", str(plan), "--samples", str(first), "--budget", "30"]) == 0
-    nset = parse_samples_argument(json.dumps(json.loads((plan / "nset.json").read_text())))
+    nset = parse_samples_argument(json.dumps(json.loads((plan / "n_set.json").read_text())))
     assert len(nset["arc_challenge"]) == 20 and not set(nset["arc_challenge"]) & set(probe["arc_challenge"])
     second = write_samples(tmp_path / "out", "held-out", nset["arc_challenge"], row, "2025-01-01T01-00-00.000001")
 
@@ -54,7 +54,10 @@ def test_full_loop_equals_the_simulation(arc, tmp_path, capsys):
 
     # the simulation's run 0 with seed 3, for this one target
     source = arc.source.values
-    simulated = run(prepare(source), source, {30: Oracle(row[None, :], 30)}, (3, 0), g_size=10)[30][0]
+    method = get_method("tailoredbench")
+    options = method.check_options({})
+    prepared = method.prepare(source, [30], **options)
+    simulated = method.run(prepared, source, {30: Oracle(row[None, :], 30)}, (3, 0), **options)[30][0]
     assert result["estimate"] == pytest.approx(simulated, abs=1e-12)
     assert abs(result["estimate"] - row.mean()) < 0.15
 
@@ -63,7 +66,7 @@ def test_full_loop_equals_the_simulation(arc, tmp_path, capsys):
 def planned(arc, tmp_path):
     plan = tmp_path / "plan"
     assert main(["plan", "--benchmark", "arc_challenge", "--out", str(plan)]) == 0
-    probe = json.loads((plan / "probe.json").read_text())["arc_challenge"]
+    probe = json.loads((plan / "g_set.json").read_text())["arc_challenge"]
     return plan, probe
 
 

@@ -1,4 +1,9 @@
-"""The benchmarks of the paper, built from pinned upstream files.
+"""The benchmarks of the paper, built from pinned upstream files, and each one's settings.
+
+:data:`SPECS` holds one :class:`BenchmarkSpec` per benchmark: how it is loaded and split,
+its default budgets, G-set size and model subsample, its description, the paper's
+values and its lm-eval task and metric. It is the only place a benchmark's settings
+are written; the notebooks, studies, CLI and lm-eval workflow read them from here.
 
 ``load_benchmark(name)`` returns a :class:`Benchmark`: source models (full results
 known), target models (to be estimated), both over the same items, and a
@@ -12,9 +17,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import paper
 from ..errors import DataError, TailoredBenchError
 from .files import fetch, lookup
 from .matrix import ResponseMatrix, split_models
+from .pope import load_pope_matrix
 from .readers import read_csv_block, read_joblib, read_npy, read_zip_csv
 
 
@@ -67,6 +74,7 @@ _PSN = "Joe-Hall-Lee/PSN-IRT"
 
 
 def _gsm8k() -> tuple[ResponseMatrix, ResponseMatrix, dict]:
+    """The paper's own split: source and target files."""
     parts = {}
     for role in ("source", "target"):
         path = f"{_GSM8K_DIR}/{role}_model_alldata_acc_0.npy"
@@ -137,22 +145,167 @@ def _hellaswag_full12() -> tuple[ResponseMatrix, dict]:
     return matrix, info
 
 
-def _pope() -> tuple[ResponseMatrix, dict]:
-    from .pope import load_pope_matrix
+_PAPER_BUDGETS = (20, 25, 30, 35, 40)
+_SMALL_BUDGETS = (10, 15, 20, 25, 30)
+_SMALL_NOTE = (
+    " With about 100 items, budgets scale down to 10-30 with a G-set of 5 (the paper's 20-40 with 10 "
+    "would ask for up to 40% of the items); the main table compares at 30."
+)
 
-    return load_pope_matrix()
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """Everything that differs between benchmarks, written once.
+
+    Attributes
+    ----------
+    name, title : str
+    build : callable
+        Returns ``(matrix, info)``: all models, split by ``split``; or, for a
+        benchmark that comes split (``split="as given"``), ``((source, target), info)``.
+    split : {"as given", "interleave"}
+        ``"interleave"``: sorted by accuracy, alternately target and source.
+    budgets : tuple of int
+        The budgets its notebook and studies run (G-set included).
+    g_size : int
+    max_models : int or None
+        The seeded model subsample its notebook and studies load (``None``: all).
+    about : str
+        Where the data come from and how they differ from the paper's (the notebook's opening).
+    paper_mae_at_30 : (float, float) or None
+        The paper's main-table MAE at 30 items (best baseline, TailoredBench); ``None``
+        for a benchmark outside the paper's tables.
+    lm_eval_task, lm_eval_metric : str or None
+        The lm-evaluation-harness task and per-sample metric of its items.
+    named_models : bool
+        Its models have names (the family study needs them).
+    """
+
+    name: str
+    title: str
+    build: Callable[[], tuple]
+    split: str
+    budgets: tuple[int, ...]
+    g_size: int
+    max_models: int | None
+    about: str
+    paper_mae_at_30: tuple[float, float] | None = None
+    lm_eval_task: str | None = None
+    lm_eval_metric: str | None = None
+    named_models: bool = False
+
+    def load(self, seed: int = 0) -> Benchmark:
+        """The benchmark as its notebook and the studies load it (its ``max_models``, subsampled with ``seed``)."""
+        return load_benchmark(self.name, max_models=self.max_models, seed=seed)
 
 
-#: name -> builder of the full matrix (split by load_benchmark); gsm8k comes pre-split.
-_FULL_MATRIX_BUILDERS: dict[str, Callable[[], tuple[ResponseMatrix, dict]]] = {
-    "arc_challenge": _full_matrix_arc,
-    "hellaswag": _atlas("response_matrix_tinyhellaswag.csv", "HellaSwag (tinyHellaswag, 97 items)"),
-    "winogrande": _atlas("response_matrix_tinywinogrande.csv", "Winogrande (tinyWinogrande, 100 items)"),
-    "hellaswag_full12": _hellaswag_full12,
-    "pope": _pope,
+def _spec(name: str, title: str, build, split: str, about: str, *, small: bool = False, **kwargs) -> BenchmarkSpec:
+    return BenchmarkSpec(
+        name,
+        title,
+        build,
+        split,
+        _SMALL_BUDGETS if small else _PAPER_BUDGETS,
+        5 if small else 10,
+        about=about + (_SMALL_NOTE if small else ""),
+        paper_mae_at_30=paper.MAE_AT_30.get(name),
+        **kwargs,
+    )
+
+
+#: Every benchmark, the paper's five first in the paper's order.
+SPECS: dict[str, BenchmarkSpec] = {
+    spec.name: spec
+    for spec in (
+        _spec(
+            "arc_challenge",
+            "ARC-Challenge",
+            _full_matrix_arc,
+            "interleave",
+            "ARC-Challenge test, 1172 items (`acc_norm`, harness doc_id order), 218 named Open LLM Leaderboard "
+            "(v2 harness) models from `socialfoundations/benchmark-prediction` (MIT); 9 exact duplicate rows dropped "
+            "(first name kept), leaving 209 models: 104 source and 105 target by the accuracy-stratified interleave.",
+            max_models=None,
+            lm_eval_task="arc_challenge",
+            lm_eval_metric="acc_norm",
+            named_models=True,
+        ),
+        _spec(
+            "hellaswag",
+            "HellaSwag (tinyHellaswag items)",
+            _atlas("response_matrix_tinyhellaswag.csv", "HellaSwag (tinyHellaswag, 97 items)"),
+            "interleave",
+            "HellaSwag as ATLAS's tinyHellaswag matrix (`Peiyu-Georgia-Li/ATLAS`): 3467 Open LLM Leaderboard v1 "
+            "models x the 97 tinyBenchmarks anchor items, not the full 10042; a seeded subsample of 300 models "
+            "(`max_models`), split 150 source / 150 target by the accuracy-stratified interleave.",
+            small=True,
+            max_models=300,
+            lm_eval_task="hellaswag",
+            lm_eval_metric="acc_norm",
+            named_models=True,
+        ),
+        _spec(
+            "gsm8k",
+            "GSM8K",
+            _gsm8k,
+            "as given",
+            "The paper's own GSM8K data (`marvelcell/TailoredBench`): 75 source and 75 target models x 1319 "
+            "test items, split as given by the paper (accuracy-stratified, alternating). Models are unnamed.",
+            max_models=None,
+            lm_eval_task="gsm8k",
+            lm_eval_metric="exact_match",
+        ),
+        _spec(
+            "winogrande",
+            "Winogrande (tinyWinogrande items)",
+            _atlas("response_matrix_tinywinogrande.csv", "Winogrande (tinyWinogrande, 100 items)"),
+            "interleave",
+            "Winogrande as ATLAS's tinyWinogrande matrix (`Peiyu-Georgia-Li/ATLAS`): 4680 Open LLM Leaderboard "
+            "v1 models x the 100 tinyBenchmarks anchor items, not the full 1267; a seeded subsample of 300 models "
+            "(`max_models`), split 150 source / 150 target by the accuracy-stratified interleave.",
+            small=True,
+            max_models=300,
+            lm_eval_task="winogrande",
+            lm_eval_metric="acc",
+            named_models=True,
+        ),
+        _spec(
+            "pope",
+            "POPE",
+            load_pope_matrix,
+            "interleave",
+            "POPE (MSCOCO; random, popular and adversarial splits) built by the package from raw answer files "
+            "of 22 public LVLM runs (see the data registry and `tailoredbench/datasets/pope.py`): every run is "
+            "parsed with POPE's own yes/no rule and checked against the published answered counts and accuracies; "
+            "4 flagged runs are excluded. The matrix is the complete block: the 10 runs (5 checkpoints) that answered "
+            "all 8910 items of LLaVA's question set, split 5 source / 5 target. **That is far fewer models than the "
+            "paper's POPE split**: Kendall's tau over 5 targets can only take a few values and is very noisy, and "
+            "native-source selection has at most 5 sources to choose from; read MAE as the main figure here.",
+            max_models=None,
+        ),
+        _spec(
+            "hellaswag_full12",
+            "HellaSwag, full length, 12 models",
+            _hellaswag_full12,
+            "interleave",
+            "HellaSwag validation at full length (10042 items), 12 anonymous OpenCompass models from PSN-IRT; "
+            "too few models for source/target statistics, useful for long-item behaviour and speed.",
+            max_models=None,
+        ),
+    )
 }
 
-BENCHMARKS = ("gsm8k", *_FULL_MATRIX_BUILDERS)
+#: Every benchmark name.
+BENCHMARKS = tuple(SPECS)
+#: The benchmarks of the paper's tables (and of the averaged studies), in the paper's order.
+PAPER_BENCHMARKS = tuple(name for name, spec in SPECS.items() if spec.paper_mae_at_30 is not None)
+
+
+def benchmark_spec(name: str) -> BenchmarkSpec:
+    """The :class:`BenchmarkSpec` of ``name``, or a one-line error listing the benchmarks."""
+    if name not in SPECS:
+        raise TailoredBenchError(f"unknown benchmark {name!r}; choose one of {', '.join(BENCHMARKS)}")
+    return SPECS[name]
 
 
 def load_benchmark(name: str, max_models: int | None = None, seed: int = 0) -> Benchmark:
@@ -182,14 +335,13 @@ def load_benchmark(name: str, max_models: int | None = None, seed: int = 0) -> B
     >>> bench.source.shape, bench.target.shape
     ((75, 1319), (75, 1319))
     """
-    if name == "gsm8k":
-        source, target, info = _gsm8k()
+    spec = benchmark_spec(name)
+    if spec.split == "as given":
+        source, target, info = spec.build()
         return Benchmark(name, source, target, info)
-    if name not in _FULL_MATRIX_BUILDERS:
-        raise TailoredBenchError(f"unknown benchmark {name!r}; choose one of {', '.join(BENCHMARKS)}")
-    matrix, info = _FULL_MATRIX_BUILDERS[name]()
+    matrix, info = spec.build()
     if max_models is not None and matrix.n_models > max_models:
         matrix = matrix.subsample_models(max_models, seed)
         info = {**info, "max_models": max_models, "subsample_seed": seed}
-    source, target = split_models(matrix, "interleave")
+    source, target = split_models(matrix, spec.split)
     return Benchmark(name, source, target, {**info, "split": "interleave (accuracy-stratified)"})

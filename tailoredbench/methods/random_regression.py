@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import rng_for
+from .base import Method
+from .random import random_items
 
 ALPHA = 10.0
 
@@ -30,15 +31,18 @@ def ridge(X: np.ndarray, y: np.ndarray, alpha: float = ALPHA) -> tuple[np.ndarra
     return coef, float(y_mean - x_mean @ coef)
 
 
-def prepare(source: np.ndarray, **_) -> dict:
-    return {"accuracy": source.mean(axis=1)}
+class RandomRegression(Method):
+    name = "random_regression"
+    kind = "baseline"
 
+    def prepare(self, source, budgets) -> dict:
+        return {"accuracy": source.mean(axis=1)}
 
-def run(prepared, source, oracles, key, **_) -> dict[int, np.ndarray]:
-    """Same random items as :mod:`.random` in each run; estimates clipped to [0, 1]."""
-    estimates = {}
-    for budget, oracle in oracles.items():
-        items = rng_for(key, budget).choice(oracle.n_items, budget, replace=False)
-        coef, intercept = ridge(source[:, items], prepared["accuracy"])
-        estimates[budget] = np.clip(oracle.ask(items) @ coef + intercept, 0.0, 1.0)
-    return estimates
+    def run(self, prepared, source, oracles, key) -> dict[int, np.ndarray]:
+        """Same random items as :mod:`.random` in each run; estimates clipped to [0, 1]."""
+        estimates = {}
+        for budget, oracle in oracles.items():
+            items = random_items(key, budget, oracle.n_items)
+            coef, intercept = ridge(source[:, items], prepared["accuracy"])
+            estimates[budget] = np.clip(oracle.ask(items) @ coef + intercept, 0.0, 1.0)
+        return estimates

@@ -32,16 +32,15 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
-from . import rng_for
+from .. import rng
+from ..datasets.files import cache_dir
+from .base import Method
 
 DIMENSIONS = (2, 5, 10)
 #: Gaussian prior precisions of abilities, discriminations and difficulties.
 PRIOR = {"theta": 1.0, "a": 1.0, "b": 0.1}
 VALIDATION_SHARE = 0.2
 CACHE_VERSION = 1
-
-#: Each fold of an interval's calibration refits the IRT model: ten, not one per source.
-INTERVAL_FOLDS = 10
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,7 @@ class IRTModel:
         return expit(np.atleast_2d(theta) @ a.T - b)
 
 
-def fit_irt(Y: np.ndarray, dim: int, *, seed: int = 0, max_iter: int = 3000) -> IRTModel:
+def fit_irt(Y: np.ndarray, dim: int, *, seed: int = rng.GP_IRT_FIT, max_iter: int = 3000) -> IRTModel:
     """Fit ``P(Y[m, j] = 1) = sigmoid(a_j . theta_m - b_j)`` by penalised maximum likelihood.
 
     Examples
@@ -161,8 +160,6 @@ def estimates(model: IRTModel, anchor_items, weights, Y_anchor, lam: float) -> d
 
 
 def _cache_path(source: np.ndarray, budgets) -> object:
-    from ..datasets.files import cache_dir
-
     settings = {
         "dims": DIMENSIONS,
         "prior": PRIOR,
@@ -179,7 +176,7 @@ def _cache_path(source: np.ndarray, budgets) -> object:
 def _select(source: np.ndarray, budgets) -> tuple[int, dict[int, float], dict]:
     """Dimension with the lowest p-IRT error on held-out sources, and that error per budget."""
     n = source.shape[0]
-    order = np.random.default_rng(0).permutation(n)
+    order = np.random.default_rng(rng.GP_IRT_FIT).permutation(n)
     n_val = max(2, round(VALIDATION_SHARE * n))
     val, train = order[:n_val], order[n_val:]
     truth = source[val].mean(axis=1)
@@ -195,7 +192,7 @@ def _select(source: np.ndarray, budgets) -> tuple[int, dict[int, float], dict]:
     return best, errors[best], {str(d): e for d, e in errors.items()}
 
 
-def prepare(source: np.ndarray, *, budgets=(20, 25, 30, 35, 40), **_) -> dict:
+def prepare(source: np.ndarray, budgets) -> dict:
     """Fit (or load from the cache) the IRT model, its dimension and the lambda inputs."""
     budgets = sorted(int(b) for b in budgets)
     path = _cache_path(source, budgets)
@@ -229,12 +226,20 @@ def weight(prepared: dict, budget: int) -> float:
     return bias**2 / (bias**2 + prepared["variance"] / (4 * budget))
 
 
-def run(prepared, source, oracles, key, **_) -> dict[int, np.ndarray]:
-    """New KMeans anchors per run and budget (seeded), shared by all targets."""
-    out = {}
-    for budget, oracle in oracles.items():
-        items, weights = anchors(prepared["model"], budget, rng_for(key, budget, stream=3))
-        out[budget] = estimates(prepared["model"], items, weights, oracle.ask(items), weight(prepared, budget))[
-            "gp_irt"
-        ]
-    return out
+class GpIrt(Method):
+    name = "gp_irt"
+    kind = "baseline"
+    #: Each fold of an interval's calibration refits the IRT model: ten, not one per source.
+    interval_folds = 10
+
+    def prepare(self, source, budgets) -> dict:
+        return prepare(source, budgets)
+
+    def run(self, prepared, source, oracles, key) -> dict[int, np.ndarray]:
+        """New KMeans anchors per run and budget (seeded), shared by all targets."""
+        out = {}
+        for budget, oracle in oracles.items():
+            items, weights = anchors(prepared["model"], budget, rng.stream(key, rng.GP_IRT_ANCHORS, budget))
+            lam = weight(prepared, budget)
+            out[budget] = estimates(prepared["model"], items, weights, oracle.ask(items), lam)["gp_irt"]
+        return out

@@ -35,13 +35,18 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
 
-from . import tailored
-from .baselines.random_regression import ridge
-from .errors import TailoredBenchError
-from .oracle import Oracle
+from .. import rng
+from ..conformal import model_folds
+from ..errors import TailoredBenchError
+from ..oracle import Oracle
+from ..tailored import Probe, calibrated_estimate, uncalibrated_estimate
+from .base import Method
+from .random_regression import ridge
+from .tailoredbench import TailoredBenchMethod, probes
 
 #: The estimates that ``"stacked"`` combines.
 COMPONENTS = ("calibrated", "local_regression", "neighbours", "uncalibrated")
@@ -71,7 +76,6 @@ STACK_FOLDS = 5
 STACK_REPEATS = 2
 #: Grid step of the stacking weights on the simplex.
 STACK_STEP = 0.05
-_STACK_RUN = 2_000_000  # key offset: never a simulation's own run
 
 
 def agreement_weights(source_probe: np.ndarray, results: np.ndarray, bandwidth: float | None = None) -> np.ndarray:
@@ -108,7 +112,7 @@ def weighted_ridge(X: np.ndarray, y: np.ndarray, weights: np.ndarray, alpha: flo
 
 
 def components(
-    source: np.ndarray, accuracy: np.ndarray, native_mean: np.ndarray, probe: tailored.NSet, results: np.ndarray
+    source: np.ndarray, accuracy: np.ndarray, native_mean: np.ndarray, probe: Probe, results: np.ndarray
 ) -> dict[str, float]:
     """Every single estimate of one target from its probe results (see the module notes).
 
@@ -118,29 +122,29 @@ def components(
     accuracy : ndarray of shape (n_sources,)
         ``source.mean(axis=1)``.
     native_mean, probe, results
-        As for :func:`tailored.calibrated_estimate`.
+        As for :func:`~tailoredbench.tailored.calibrated_estimate`.
 
     Examples
     --------
     >>> rng = np.random.default_rng(0)
     >>> source = (rng.random((12, 20)) < 0.5).astype(float)
-    >>> probe = tailored.NSet(np.array([0, 5]), np.repeat([0, 1], 10))
+    >>> probe = Probe([0], [], [5], np.repeat([0, 1], 10))
     >>> parts = components(source, source.mean(axis=1), source.mean(axis=0), probe, np.array([1.0, 0.0]))
-    >>> parts["calibrated"] == tailored.calibrated_estimate(source.mean(axis=0), probe, np.array([1.0, 0.0]))
+    >>> parts["calibrated"] == calibrated_estimate(source.mean(axis=0), probe, np.array([1.0, 0.0]))
     True
     """
-    X = source[:, probe.medoids]
+    X = source[:, probe.items]
     weights = agreement_weights(X, results)
     coef, intercept = ridge(X, accuracy, ALPHA)
     local_coef, local_intercept = weighted_ridge(X, accuracy, weights)
     near = agreement_weights(X, results, NEIGHBOUR_BANDWIDTH)
     return {
-        "calibrated": tailored.calibrated_estimate(native_mean, probe, results),
-        "uncalibrated": tailored.uncalibrated_estimate(probe, results),
+        "calibrated": calibrated_estimate(native_mean, probe, results),
+        "uncalibrated": uncalibrated_estimate(probe, results),
         "regression": float(np.clip(results @ coef + intercept, 0.0, 1.0)),
         "local_regression": float(np.clip(results @ local_coef + local_intercept, 0.0, 1.0)),
         "neighbours": float(near @ accuracy / near.sum()),
-        "soft_calibration": tailored.calibrated_estimate(weights @ source / weights.sum(), probe, results),
+        "soft_calibration": calibrated_estimate(weights @ source / weights.sum(), probe, results),
     }
 
 
@@ -153,21 +157,15 @@ def combine(parts: Mapping[str, float], variant: str, weights=None) -> float:
     >>> combine(parts, "mix"), round(combine(parts, "stacked", [0.5, 0.5, 0.0, 0.0]), 6)
     (0.6, 0.55)
     """
-    if check_variant(variant) == "stacked":
+    if variant == "stacked":
         if weights is None:
-            raise TailoredBenchError("the stacked variant needs weights: prepare(..., variant='stacked') fits them")
+            raise TailoredBenchError("the stacked variant needs weights: prepare it with variant='stacked'")
         return float(np.dot(weights, [parts[c] for c in COMPONENTS]))
     if variant == "mix":
         return 0.5 * (parts["calibrated"] + parts["regression"])
     if variant == "local_mix":
         return 0.5 * (parts["calibrated"] + parts["local_regression"])
     return parts[variant]
-
-
-def check_variant(variant: str) -> str:
-    if variant not in VARIANTS:
-        raise TailoredBenchError(f"unknown tailored_plus variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-    return variant
 
 
 def simplex_weights(estimates: np.ndarray, truth: np.ndarray, step: float = STACK_STEP) -> np.ndarray:
@@ -196,87 +194,64 @@ def stack_weights(
     :func:`simplex_weights` picks the convex weights with the lowest MAE over all of
     these pseudo-target estimates. With fewer than 3 sources the weights are equal.
     """
-    from .intervals import model_folds
-
     if source.shape[0] < 3:  # no fold would leave two pseudo-sources: nothing to fit on
         return np.full(len(COMPONENTS), 1 / len(COMPONENTS))
     folds = min(STACK_FOLDS, source.shape[0])
     columns, targets = [], []
-    for index, kept, held_out in model_folds(source.shape[0], folds, STACK_REPEATS, seed, stream=1):
+    method = TailoredPlus()
+    for index, kept, held_out in model_folds(source.shape[0], folds, STACK_REPEATS, seed, stream=rng.STACKING_FOLDS):
         pseudo_source, pseudo_target = source[kept], source[held_out]
-        prepared = prepare(pseudo_source, variants=COMPONENTS, distance=distance)
+        prepared = method.prepare(pseudo_source, budgets, distance=distance, variants=COMPONENTS)
         oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
-        key = (seed, _STACK_RUN + index)
-        out = run_variants(prepared, pseudo_source, oracles, key, variants=COMPONENTS, g_size=g_size, distance=distance)
+        key = (seed, rng.STACK_RUN + index)
+        out = method.run_variants(prepared, pseudo_source, oracles, key, COMPONENTS, g_size=g_size, distance=distance)
         for b in budgets:
             columns.append(np.column_stack([out[c][b] for c in COMPONENTS]))
             targets.append(pseudo_target.mean(axis=1))
     return simplex_weights(np.vstack(columns), np.concatenate(targets))
 
 
-# ---------------------------------------------------------------------------
-# Simulation interface (see tailoredbench.methods).
+class TailoredPlus(Method):
+    """TailoredBench+ (beyond the paper): TailoredBench's probe, a stacked estimate from it.
 
-
-def prepare(
-    source: np.ndarray, *, variant: str | None = None, variants: Sequence[str] = (), weights=None, **options
-) -> dict:
-    """TailoredBench's preparation, the sources' accuracies and, if ``"stacked"`` is asked for, its weights.
-
-    ``weights`` given (e.g. those fitted on all sources, reused for an interval's
-    folds) are taken as they are.
+    Options: ``g_size``, ``distance`` and ``variant`` as above; ``weights``, stacking
+    weights already fitted on these sources (e.g. reused in an interval's folds),
+    taken as they are instead of fitted again.
     """
-    prepared = {**tailored.prepare(source, **options), "accuracy": source.mean(axis=1)}
-    if weights is not None:
-        prepared["weights"] = np.asarray(weights, dtype=float)
-    elif "stacked" in (set(variants) if variants else {variant or DEFAULT_VARIANT}):
-        prepared["weights"] = stack_weights(
-            source,
-            options.get("budgets") or (30,),
-            g_size=options.get("g_size", 10),
-            distance=options.get("distance", "manhattan"),
-        )
-    return prepared
 
+    name = "tailored_plus"
+    kind = "tailored"
+    options = MappingProxyType({"g_size": 10, "distance": "manhattan", "variant": DEFAULT_VARIANT, "weights": None})
+    variants = VARIANTS
+    in_paper = False
+    real_use = True
 
-def run(
-    prepared: Mapping,
-    source: np.ndarray,
-    oracles: Mapping[int, Oracle],
-    key: Sequence[int],
-    *,
-    variant: str = DEFAULT_VARIANT,
-    **options,
-) -> dict[int, np.ndarray]:
-    """One repetition: TailoredBench's probes (same random streams), the ``variant`` estimate."""
-    return run_variants(prepared, source, oracles, key, variants=[variant], **options)[variant]
+    def prepare(
+        self, source, budgets, *, distance="manhattan", g_size=10, variant=DEFAULT_VARIANT, weights=None, variants=None
+    ) -> dict:
+        """TailoredBench's preparation, the sources' accuracies and, if ``"stacked"`` is run, its weights.
 
+        ``variants``: every variant the runs will compute (by default ``variant``).
+        """
+        prepared = TailoredBenchMethod().prepare(source, budgets, distance=distance)
+        prepared["accuracy"] = source.mean(axis=1)
+        if weights is not None:
+            prepared["weights"] = np.asarray(weights, dtype=float)
+        elif "stacked" in (variants or (variant,)):
+            prepared["weights"] = stack_weights(source, budgets, g_size=g_size, distance=distance)
+        return prepared
 
-def run_variants(
-    prepared: Mapping,
-    source: np.ndarray,
-    oracles: Mapping[int, Oracle],
-    key: Sequence[int],
-    *,
-    variants: Sequence[str] = VARIANTS,
-    **options,
-) -> dict[str, dict[int, np.ndarray]]:
-    """Several variants from one pass over the probes: ``{variant: {budget: estimates}}``."""
-    for variant in variants:
-        check_variant(variant)
-    weights = prepared.get("weights")
-    estimates = {v: {b: np.empty(oracles[b].n_targets) for b in oracles} for v in variants}
-    for p in tailored.probes(prepared, source, oracles, key, **options):
-        parts = components(source, prepared["accuracy"], p.native_mean, p.probe, p.results)
-        for v in variants:
-            estimates[v][p.budget][p.target] = combine(parts, v, weights)
-    return estimates
+    def run(self, prepared, source, oracles, key, *, variant=DEFAULT_VARIANT, **options) -> dict[int, np.ndarray]:
+        """One repetition: TailoredBench's probes (same random streams), the ``variant`` estimate."""
+        return self.run_variants(prepared, source, oracles, key, [variant], **options)[variant]
 
-
-# ---------------------------------------------------------------------------
-# Method names of the variants.
-
-
-def names(variants: Sequence[str] = VARIANTS) -> list[str]:
-    """Method names of the variants, e.g. ``tailored_plus[mix]``."""
-    return [f"tailored_plus[{check_variant(v)}]" for v in variants]
+    def run_variants(
+        self, prepared, source, oracles, key, variants, *, g_size=10, distance="manhattan", variant=None, weights=None
+    ) -> dict[str, dict[int, np.ndarray]]:
+        """Several variants from one pass over the probes."""
+        estimates = {v: {b: np.empty(oracles[b].n_targets) for b in oracles} for v in variants}
+        for budget, a in probes(prepared, source, oracles, key, g_size=g_size, distance=distance):
+            parts = components(source, prepared["accuracy"], a.native_mean, a.probe, a.results)
+            for v in variants:
+                estimates[v][budget][a.target] = combine(parts, v, prepared.get("weights"))
+        return estimates

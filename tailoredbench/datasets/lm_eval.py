@@ -17,16 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .datasets.matrix import ResponseMatrix
-from .errors import DataError
+from ..errors import DataError
+from .benchmarks import SPECS
+from .matrix import ResponseMatrix
 
-#: The metric read by default for tasks whose benchmark the package knows.
-DEFAULT_METRIC = {
-    "arc_challenge": "acc_norm",
-    "hellaswag": "acc_norm",
-    "winogrande": "acc",
-    "gsm8k": "exact_match",
-}
+#: The metric read by default for the lm-eval tasks of the benchmarks the package knows.
+DEFAULT_METRIC = {spec.lm_eval_task: spec.lm_eval_metric for spec in SPECS.values() if spec.lm_eval_task}
 _FILE = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-.:]+)\.jsonl$")
 
 

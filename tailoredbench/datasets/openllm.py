@@ -10,7 +10,7 @@ per-example metric either as a column (``acc``) or inside a ``metrics`` dictiona
 That is how the paper's full 10042-item HellaSwag or 1267-item Winogrande matrices
 can be rebuilt::
 
-    from tailoredbench.openllm import build_openllm_matrix
+    from tailoredbench.datasets.openllm import build_openllm_matrix
     matrix = build_openllm_matrix(["01-ai/Yi-34B", "mistralai/Mistral-7B-v0.1", ...], "hellaswag")
 
 Each model's vector is cached (under the package cache) after its first download.
@@ -24,11 +24,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .datasets.files import cache_dir
-from .datasets.matrix import ResponseMatrix
-from .errors import DataError
+from ..errors import DataError
+from .files import cache_dir
+from .matrix import ResponseMatrix
 
-#: Task -> (details configuration, per-example metric), as tinyBenchmarks used them.
+#: Task -> (details configuration, per-example metric), as tinyBenchmarks used them. These are the
+#: leaderboard's own columns (GSM8K's is ``acc`` there), not lm-eval's metric names (``DEFAULT_METRIC``).
 TASKS = {
     "arc_challenge": ("harness_arc_challenge_25", "acc_norm"),
     "hellaswag": ("harness_hellaswag_10", "acc_norm"),

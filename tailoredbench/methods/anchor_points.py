@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import rng
 from ..kmedoids import k_medoids
-from . import rng_for
+from .base import Method
 
 
 def item_correlation(source: np.ndarray) -> np.ndarray:
@@ -39,16 +40,19 @@ def anchor_weights(corr: np.ndarray, medoids: np.ndarray) -> np.ndarray:
     return np.bincount(labels, minlength=len(medoids)) / corr.shape[0]
 
 
-def prepare(source: np.ndarray, **_) -> dict:
-    corr = item_correlation(source)
-    return {"corr": corr, "distances": 1.0 - corr}
+class AnchorPoints(Method):
+    name = "anchor_points"
+    kind = "baseline"
 
+    def prepare(self, source, budgets) -> dict:
+        corr = item_correlation(source)
+        return {"corr": corr, "distances": 1.0 - corr}
 
-def run(prepared, source, oracles, key, **_) -> dict[int, np.ndarray]:
-    """One clustering per budget and run (random start), shared by all targets."""
-    estimates = {}
-    for budget, oracle in oracles.items():
-        medoids = k_medoids(prepared["distances"], budget, random_state=rng_for(key, budget, stream=2)).medoids
-        weights = anchor_weights(prepared["corr"], medoids)
-        estimates[budget] = oracle.ask(medoids) @ weights
-    return estimates
+    def run(self, prepared, source, oracles, key) -> dict[int, np.ndarray]:
+        """One clustering per budget and run (random start), shared by all targets."""
+        estimates = {}
+        for budget, oracle in oracles.items():
+            gen = rng.stream(key, rng.ANCHOR_POINTS, budget)
+            medoids = k_medoids(prepared["distances"], budget, random_state=gen).medoids
+            estimates[budget] = oracle.ask(medoids) @ anchor_weights(prepared["corr"], medoids)
+        return estimates

@@ -1,0 +1,171 @@
+"""TailoredBench for real use: fit on the source models once, then evaluate any number of new models.
+
+Fitting learns from the source models only (the G-set and, on demand, TailoredBench+'s
+stacking weights and the intervals' calibration, all functions of the sources). What
+concerns one new model is never stored on the estimator: :meth:`TailoredBench.plan`
+returns its :class:`~tailoredbench.tailored.Probe`, and :meth:`~TailoredBench.estimate`
+and :meth:`~TailoredBench.interval` take that probe and the model's results. One fitted
+estimator serves many models, in any order, and gives each the same answer as alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import rng
+from .conformal import LEVEL, difficulty, interval, unlikeness
+from .datasets.matrix import validate_binary
+from .distances import check_distance
+from .errors import TailoredBenchError
+from .intervals import scales
+from .methods.tailored_plus import combine, components, stack_weights
+from .tailored import Probe, calibrated_estimate, check_budget, g_set, n_set, native_sources
+
+#: The estimates :class:`TailoredBench` can give from one probe.
+ESTIMATORS = ("calibrated", "plus")
+
+
+class TailoredBench:
+    """Fit on source models, then plan and estimate new models, one :class:`Probe` each.
+
+    Parameters
+    ----------
+    g_size : int, default 10
+        Size of the G-set (the first items every model answers).
+    distance : {"manhattan", "euclidean", "cosine", "correlation"}
+    random_state : int, sequence of int, Generator or None, default 0
+        Seeds the G-set and the N-set. An int ``s`` (or ``(s, r)``) replays run 0
+        (or ``r``) of a simulation with seed ``s``.
+    estimator : {"calibrated", "plus"}, default "calibrated"
+        The paper's calibrated estimate, or TailoredBench+'s
+        (:mod:`tailoredbench.methods.tailored_plus`) from the same probe.
+
+    Attributes
+    ----------
+    source_ : ndarray of shape (n_sources, n_items)
+    g_set_ : ndarray of int
+        The G-set.
+    key_ : tuple of int
+        The random key drawn from ``random_state`` at :meth:`fit`.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> source = (rng.random((20, 60)) < 0.6).astype(float)  # SYNTHETIC data
+    >>> model = (rng.random(60) < 0.6).astype(float)
+    >>> tb = TailoredBench(g_size=5, random_state=0).fit(source)
+    >>> probe = tb.plan(model[tb.g_set_], budget=12)  # ask the model probe.n_set next
+    >>> probe.budget, len(probe.n_set)
+    (12, 7)
+    >>> estimate = tb.estimate(probe, model[probe.items])
+    >>> low, high = tb.interval(probe, model[probe.items], 0.9)
+    >>> bool(0.0 <= low <= estimate <= high <= 1.0)
+    True
+    """
+
+    def __init__(self, g_size: int = 10, distance: str = "manhattan", random_state=0, estimator: str = "calibrated"):
+        self.g_size = g_size
+        self.distance = distance
+        self.random_state = random_state
+        self.estimator = estimator
+
+    def get_params(self, deep: bool = True) -> dict:
+        """The constructor's parameters, as scikit-learn estimators give them."""
+        return {k: getattr(self, k) for k in ("g_size", "distance", "random_state", "estimator")}
+
+    def set_params(self, **params) -> TailoredBench:
+        """Set constructor parameters (refit afterwards); an unknown one is an error."""
+        for key, value in params.items():
+            if key not in self.get_params():
+                raise TailoredBenchError(f"TailoredBench has no parameter {key!r}")
+            setattr(self, key, value)
+        return self
+
+    def fit(self, source) -> TailoredBench:
+        """Check the parameters and choose the G-set from the source models' full results (n_sources x n_items)."""
+        check_distance(self.distance)
+        if self.estimator not in ESTIMATORS:
+            raise TailoredBenchError(f"unknown estimator {self.estimator!r}; choose calibrated or plus")
+        source = validate_binary(getattr(source, "values", source), "source models")
+        if source.shape[0] < 2:
+            raise TailoredBenchError("at least 2 source models are needed")
+        if isinstance(self.g_size, bool) or not isinstance(self.g_size, (int, np.integer)):
+            raise TailoredBenchError(f"g_size must be an integer, got {self.g_size!r}")
+        self.key_ = rng.as_key(self.random_state)
+        self.source_ = source
+        self.g_set_ = g_set(source, self.g_size, distance=self.distance, random_state=rng.stream(self.key_, rng.G_SET))
+        # Functions of the sources alone, computed on first use per budget (and level), never per model.
+        # (computing one twice, e.g. from two threads, gives the same value: no lock is needed)
+        self._source_fits: dict[tuple, object] = {}
+        return self
+
+    def _fitted(self) -> None:
+        if not hasattr(self, "g_set_"):
+            raise TailoredBenchError("this TailoredBench is not fitted yet: call fit(source) first")
+
+    def _source_fit(self, key: tuple, compute):
+        if key not in self._source_fits:
+            self._source_fits[key] = compute()
+        return self._source_fits[key]
+
+    def plan(self, g_results, budget: int, target_index: int = 0) -> Probe:
+        """A new model's probe, from its results on :attr:`g_set_`: ask it ``probe.n_set`` next.
+
+        ``target_index`` only picks the random stream, so that target ``t`` of a
+        simulation can be replayed exactly.
+        """
+        self._fitted()
+        g_results = np.asarray(g_results, dtype=float).reshape(1, -1)
+        if g_results.shape[1] != len(self.g_set_):
+            raise TailoredBenchError(f"expected {len(self.g_set_)} G-set results, got {g_results.shape[1]}")
+        check_budget(budget, len(self.g_set_), self.source_.shape[1])
+        _, neighbours = native_sources(self.source_[:, self.g_set_], g_results, distance=self.distance)
+        gen = rng.stream(self.key_, rng.N_SET, target_index, budget)
+        return n_set(self.source_, neighbours[0], self.g_set_, budget, distance=self.distance, random_state=gen)
+
+    def _results(self, probe: Probe, results) -> np.ndarray:
+        self._fitted()
+        results = np.asarray(results, dtype=float).reshape(-1)
+        if len(results) != probe.budget:
+            raise TailoredBenchError(f"expected {probe.budget} results (on probe.items), got {len(results)}")
+        if not np.array_equal(probe.g_set, self.g_set_):
+            raise TailoredBenchError("this probe was planned by an estimator with another G-set")
+        return results
+
+    def estimate(self, probe: Probe, results) -> float:
+        """The estimated full-benchmark accuracy from the model's ``results`` on ``probe.items``."""
+        y = self._results(probe, results)
+        native_mean = self.source_[probe.native_sources].mean(axis=0)
+        if self.estimator == "calibrated":
+            return calibrated_estimate(native_mean, probe, y)
+        weights = self._source_fit(
+            ("stack", probe.budget),
+            lambda: stack_weights(
+                self.source_, [probe.budget], g_size=len(self.g_set_), distance=self.distance, seed=self.key_[0]
+            ),
+        )
+        parts = components(self.source_, self.source_.mean(axis=1), native_mean, probe, y)
+        return combine(parts, "stacked", weights)
+
+    def interval(self, probe: Probe, results, level: float = LEVEL) -> tuple[float, float]:
+        """An interval around :meth:`estimate` that holds the true accuracy with ``level`` probability.
+
+        Calibrated on the source models alone, each in turn playing the new model,
+        and scaled by this model's difficulty: the sampling error of its estimate
+        and how unlike its nearest sources its results are
+        (:mod:`tailoredbench.conformal`).
+        """
+        value = self.estimate(probe, results)
+        method = "tailored_plus" if self.estimator == "plus" else "tailoredbench"
+
+        def calibrate():
+            options = {"g_size": len(self.g_set_), "distance": self.distance}
+            if self.estimator == "plus":
+                options["weights"] = self._source_fits["stack", probe.budget]
+            return scales(method, self.source_, [probe.budget], level, seed=self.key_[0], **options)[probe.budget]
+
+        q = self._source_fit(("interval", probe.budget, level), calibrate)
+        unlike = unlikeness(self.source_, probe.items, np.asarray(results, dtype=float))
+        hardness = difficulty(value, unlike, probe.budget)
+        low, high = interval(value, q * hardness)
+        return float(low), float(high)

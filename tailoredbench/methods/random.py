@@ -1,0 +1,29 @@
+"""Random: a uniform sample of ``budget`` items; the estimate is the mean on them.
+
+The baseline of every benchmark-reduction paper, e.g. Polo et al., *tinyBenchmarks:
+evaluating LLMs with fewer examples*, ICML 2024.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import rng
+from .base import Method
+
+
+def random_items(key, budget: int, n_items: int) -> np.ndarray:
+    """The run's random items at one budget (shared with random+regression: a paired comparison)."""
+    return rng.stream(key, rng.RANDOM_ITEMS, budget).choice(n_items, budget, replace=False)
+
+
+class Random(Method):
+    name = "random"
+    kind = "baseline"
+
+    def prepare(self, source, budgets) -> dict:
+        return {}
+
+    def run(self, prepared, source, oracles, key) -> dict[int, np.ndarray]:
+        """Each run draws one random subset per budget, shared by all targets."""
+        return {b: oracle.ask(random_items(key, b, oracle.n_items)).mean(axis=1) for b, oracle in oracles.items()}
