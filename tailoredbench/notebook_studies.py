@@ -44,7 +44,7 @@ _HEADER = """from pathlib import Path
 
 from IPython.display import Image, Markdown, display
 
-from tailoredbench import figures, paper, report, studies
+from tailoredbench import figures, report, studies
 
 out = Path(output_dir)
 (out / "figures").mkdir(parents=True, exist_ok=True)
@@ -74,7 +74,9 @@ def _show(figure: str) -> str:
 display(Image(filename=str(out / "figures" / "{figure}")))"""
 
 
-_ARMS_TAIL = """averaged = studies.by_arm(table)
+_ARMS_TAIL = """from tailoredbench import paper
+
+averaged = studies.by_arm(table)
 comparison = studies.paper_table(averaged, paper.STUDIES[STUDY])
 best_mae, best_tau = studies.best_arm(averaged)
 figures.plot_arms(table, out / "figures" / f"{STUDY}.png", title=f"{STUDY}: budget {budget}, {runs} runs")
@@ -160,7 +162,7 @@ report.write_study(out, {"per_benchmark": table, "averaged": comparison}, parame
             **_COMMON,
         },
         "cells": [
-            """from tailoredbench import report
+            """from tailoredbench import paper
 
 table = studies.sweep(benchmarks, {"all": {}}, budget=budgets, runs=runs, seed=seed, n_jobs=jobs, methods=methods)
 figures.plot_main_figure(table, out / "figures" / "budget_scaling.png")
@@ -276,6 +278,8 @@ for name in benchmarks:
         "parameters": {"benchmarks": ["gsm8k", "arc_challenge"], "budget": 30, "embedding": "tsne", "seed": 0},
         "cells": [
             """import pandas as pd
+
+from tailoredbench import paper
 
 rows = []
 for name in benchmarks:

@@ -82,7 +82,7 @@ def test_no_import_circle():
         state[node] = 1
         for target, _, _ in GRAPH.get(node, []):
             if state.get(target) == 1:
-                circle = path[path.index(target) :] + [target]
+                circle = [*path[path.index(target) :], target]
                 pytest.fail("import circle: " + " -> ".join(circle))
             if target not in state:
                 visit(target, [*path, target])

@@ -46,7 +46,7 @@ def test_anchor_points_with_one_cluster_per_pattern_is_exact():
 
 def test_anchor_points_weights_sum_to_one():
     corr = anchor_points.item_correlation(synthetic_matrix(20, 40, 3))
-    weights = anchor_points.anchor_weights(corr, np.array([0, 5, 9]))
+    weights = anchor_points.anchor_weights(corr, np.array([0, 5, 9]), synthetic_matrix(20, 40, 3))
     assert np.isclose(weights.sum(), 1.0)
 
 
@@ -126,3 +126,44 @@ def test_every_method_runs_through_the_cli_deterministically(method, capsys, tmp
     second = json.loads(capsys.readouterr().out)
     assert first["method"] == method and first["mae"] == second["mae"]
     assert 0 < first["mae"] < 0.15
+
+
+def test_ability_by_maximum_likelihood_is_unshrunk_and_finite():
+    rng = np.random.default_rng(4)
+    a, b = np.ones((200, 1)), rng.normal(size=200)
+    theta = np.array([[-2.0], [0.0], [2.5]])
+    Y = (rng.random((3, 200)) < expit(theta @ a.T - b)).astype(float)
+    ml = gp_irt.fit_abilities(Y, a, b, precision=0.0)
+    assert np.allclose(ml, theta, atol=0.45)  # 200 items: within about two standard errors
+    shrunk = gp_irt.fit_abilities(Y, a, b, precision=50.0)
+    assert (np.abs(shrunk) < np.abs(ml)).all()  # a strong prior pulls towards 0
+    extreme = gp_irt.fit_abilities(np.array([[1.0] * 5, [0.0] * 5]), a[:5], b[:5], precision=0.0)
+    assert np.isfinite(extreme).all() and extreme[0, 0] > 3 > -3 > extreme[1, 0]
+
+
+def test_gp_irt_chooses_the_ability_prior_on_held_out_sources(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path))
+    prepared = gp_irt.prepare(synthetic_matrix(60, 80, 8), [10, 20])
+    errors = prepared["meta"]["validation_mae"]
+    assert len(errors) == len(gp_irt.DIMENSIONS) * len(gp_irt.ABILITY_PRIORS)
+    chosen = f"{prepared['meta']['dim']}, {prepared['ability_prior']}"
+    assert np.mean(list(errors[chosen].values())) == min(np.mean(list(e.values())) for e in errors.values())
+
+
+def test_anchor_points_on_items_all_sources_answer_alike():
+    # SYNTHETIC: 70% of the items are solved (or failed) by every source, as on POPE
+    rng = np.random.default_rng(3)
+    varied = synthetic_matrix(24, 60, 11)
+    solved, failed = np.ones((24, 120)), np.zeros((24, 20))
+    data = np.hstack([varied, solved, failed])
+    source, target = data[:12], data[12:]
+    target[:, 60:200] = rng.random((12, 140)) < np.r_[np.full(120, 0.95), np.full(20, 0.05)]
+    method = anchor_points.AnchorPoints()
+    prepared = method.prepare(source, [15])
+    corr = prepared["corr"]
+    assert (corr[60:180, 60:180] == 1).all() and (corr[60:180, 180:] == 0).all() and (corr[180:, 180:] == 1).all()
+    errors = [
+        np.abs(method.run(prepared, source, {15: Oracle(target, 15)}, (run, 0))[15] - target.mean(axis=1)).mean()
+        for run in range(10)
+    ]
+    assert np.mean(errors) < 0.1  # 0.058; 0.31 when every constant item joined the first medoid

@@ -2,9 +2,18 @@
 
 R. Vivek, K. Ethayarajh, D. Yang, D. Kiela. *Anchor Points: Benchmarking Models with
 Much Fewer Examples*, EACL 2024. Items are clustered by K-Medoids on ``1 - corr``,
-the correlation of the source models' correctness across items (NaN, from constant
-items, counts as 0); every item joins the medoid it correlates with most; the
-estimate is the cluster-size-weighted mean of the target's results on the medoids.
+the correlation of the source models' correctness across items; every item joins the
+medoid it correlates with most; the estimate is the cluster-size-weighted mean of the
+target's results on the medoids.
+
+Items that every source answers alike (all right or all wrong) have no correlation.
+The method groups items that the sources answer alike, and two such items are answered
+exactly alike: their correlation counts as 1, so they form a cluster of their own
+wherever K-Medoids gives them a medoid. Where it gives them none, each joins the
+medoid it agrees with most often across sources (for an item all sources solve, the
+medoid most sources solve). Before, every such item had correlation 0 with every
+medoid and fell, by the tie, to the first one: on POPE, where 6,940 of 8,910 items are
+constant over the 5 sources, one medoid carried 79% of the weight.
 """
 
 from __future__ import annotations
@@ -17,12 +26,12 @@ from .base import Method
 
 
 def item_correlation(source: np.ndarray) -> np.ndarray:
-    """Pearson correlation between items across source models, NaN set to 0.
+    """Pearson correlation between items across source models; a constant item's is 0, or 1 with its like.
 
     Examples
     --------
-    >>> np.round(item_correlation(np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])), 6).tolist()
-    [[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    >>> np.round(item_correlation(np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])), 6).tolist()
+    [[1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0]]
     """
     centred = source - source.mean(axis=0)
     norm = np.sqrt((centred**2).sum(axis=0))
@@ -30,13 +39,32 @@ def item_correlation(source: np.ndarray) -> np.ndarray:
     corr = (centred.T @ centred) / np.outer(safe, safe)
     corr[norm == 0, :] = 0.0
     corr[:, norm == 0] = 0.0
+    constant = norm == 0
+    corr[np.ix_(constant, constant)] = source[0, constant][:, None] == source[0, constant][None, :]
     np.fill_diagonal(corr, 1.0)
     return np.clip(corr, -1.0, 1.0)
 
 
-def anchor_weights(corr: np.ndarray, medoids: np.ndarray) -> np.ndarray:
-    """Share of items that correlate most with each medoid (first medoid on ties)."""
+def anchor_weights(corr: np.ndarray, medoids: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """Share of items that join each medoid: the one they correlate with most (first on ties).
+
+    A constant item that no medoid matches joins the medoid that agrees with it most
+    often across the sources.
+
+    Examples
+    --------
+    >>> source = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 1.0, 1.0], [0.0, 1.0, 1.0, 0.0]])
+    >>> # item 2, solved by every source, joins item 1 (solved by 2 of 3 sources), not item 0 (1 of 3)
+    >>> anchor_weights(item_correlation(source), np.array([0, 1]), source).tolist()
+    [0.25, 0.75]
+    """
     labels = np.argmax(corr[medoids], axis=0)
+    constant = np.flatnonzero(source.std(axis=0) == 0)
+    unmatched = constant[corr[np.ix_(medoids, constant)].max(axis=0) < 1]
+    if len(unmatched):
+        value = source[0, unmatched][:, None]
+        solved = source[:, medoids].mean(axis=0)[None, :]  # share of sources that solve each medoid
+        labels[unmatched] = np.argmax(value * solved + (1 - value) * (1 - solved), axis=1)
     return np.bincount(labels, minlength=len(medoids)) / corr.shape[0]
 
 
@@ -54,5 +82,5 @@ class AnchorPoints(Method):
         for budget, oracle in oracles.items():
             gen = rng.stream(key, rng.ANCHOR_POINTS, budget)
             medoids = k_medoids(prepared["distances"], budget, random_state=gen).medoids
-            estimates[budget] = oracle.ask(medoids) @ anchor_weights(prepared["corr"], medoids)
+            estimates[budget] = oracle.ask(medoids) @ anchor_weights(prepared["corr"], medoids, source)
         return estimates
