@@ -1,11 +1,12 @@
-"""A 90% interval for every estimate, calibrated on source models only.
+"""The arithmetic of a 90% interval for every estimate, calibrated on source models only.
 
-Split-conformal over models (Vovk et al., *Algorithmic Learning in a Random World*,
-2005; Lei et al., "Distribution-free predictive inference for regression", JASA
-2018), with source models standing in for targets: each source in turn plays the
-target while the others are the sources (leave-one-out, or ``folds`` folds for a
-method whose preparation is costly, such as gp-IRT's IRT fit), and the method
-estimates it exactly as it would a target.
+Running a method on source models playing targets is :mod:`tailoredbench.intervals`;
+this module turns their errors into intervals: split-conformal over models (Vovk et
+al., *Algorithmic Learning in a Random World*, 2005; Lei et al., "Distribution-free
+predictive inference for regression", JASA 2018), with source models standing in for
+targets: each source in turn plays the target while the others are the sources
+(leave-one-out, or ``folds`` folds for a method whose preparation is costly, such as
+gp-IRT's IRT fit), and the method estimates it exactly as it would a target.
 
 The intervals adapt to each target (normalised conformal scores, Papadopoulos et
 al., "Normalized nonconformity measures for regression conformal prediction", 2008;

@@ -8,6 +8,7 @@ make a notebook node from cell texts are here too, shared with :mod:`tailoredben
 
 from __future__ import annotations
 
+from .methods import PAPER_METHODS
 from .methods.tailored_plus import VARIANTS
 from .studies import NAMED_BENCHMARKS, STUDY_BENCHMARKS
 
@@ -157,7 +158,7 @@ report.write_study(out, {"per_benchmark": table, "averaged": comparison}, parame
         "TailoredBench 0.943 / 0.012.",
         "parameters": {
             "benchmarks": ["gsm8k", "arc_challenge"],
-            "methods": ["tailoredbench", "random", "anchor_points", "gp_irt", "random_regression"],
+            "methods": list(PAPER_METHODS),
             "budgets": [50, 75, 100, 125, 150],
             **_COMMON,
         },
@@ -367,7 +368,7 @@ from tailoredbench.methods.tailored_plus import DEFAULT_VARIANT
 from tailoredbench.simulate import simulate
 
 
-def plus(variant):
+def plus_name(variant):
     return f"tailored_plus[{variant}]"
 
 out = Path(output_dir)
@@ -395,7 +396,7 @@ for name in benchmarks:
     own = pd.read_csv(Path(reports_dir) / name / "tables" / "summary.csv")
     own = own[[get_method(m).kind == "baseline" for m in own["method"]]]
     baseline = own.groupby("method")["mae"].mean().idxmin()
-    sim = simulate(bench, [*map(plus, variants), baseline], SPECS[name].budgets, runs=runs, seed=seed, n_jobs=jobs,
+    sim = simulate(bench, [*map(plus_name, variants), baseline], SPECS[name].budgets, runs=runs, seed=seed, n_jobs=jobs,
                    g_size=g_size, interval=level)
     frames.append(sim.summary.assign(benchmark=name))
     spreads.append(studies.coverage_by_target(sim.results).assign(benchmark=name))
@@ -407,7 +408,7 @@ display(Markdown(table.to_markdown(index=False, floatfmt=".4f")))""",
     (
         "code",
         """labels = {m: m for m in summary["method"].unique() if get_method(m).kind == "baseline"}
-labels.update({plus("calibrated"): "TailoredBench (faithful)", plus(chosen): f"TailoredBench+ ({chosen})"})
+labels.update({plus_name("calibrated"): "TailoredBench (faithful)", plus_name(chosen): f"TailoredBench+ ({chosen})"})
 figures.plot_beyond(summary, out / "figures" / "beyond.png", labels)
 display(Image(filename=str(out / "figures" / "beyond.png")))""",
     ),
@@ -434,7 +435,7 @@ for name, row in plus.iterrows():
     ),
     (
         "code",
-        """scaled = studies.normalisation_table(calibrations, [plus("calibrated"), plus(chosen)], level)
+        """scaled = studies.normalisation_table(calibrations, [plus_name("calibrated"), plus_name(chosen)], level)
 display(Markdown(scaled.to_markdown(index=False, floatfmt=".4f")))
 overall = scaled[scaled["method"] == "all"].set_index("normalisation")["ratio"]
 findings.append(
@@ -454,7 +455,7 @@ findings.append(
     (
         "code",
         """splits = [("interleave", 0)] + [("random", s) for s in range(1, random_splits + 1)]
-by_split = studies.coverage_by_split(split_benchmark, splits, method=plus(chosen),
+by_split = studies.coverage_by_split(split_benchmark, splits, method=plus_name(chosen),
                                      runs=split_runs, seed=seed, n_jobs=jobs, level=level)
 display(Markdown(by_split.to_markdown(index=False, floatfmt=".4f")))
 pooled = by_split[by_split["models"] == "all"]["coverage"]

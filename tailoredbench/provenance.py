@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ._version import __version__
+from .errors import TailoredBenchError
 
 #: The checkout this package runs from (git commands take their paths relative to it).
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -47,6 +48,17 @@ def code_is_current(commit: str | None, path: str | Path | None = None) -> bool:
     except OSError:
         return False
     return diff.returncode == 0
+
+
+def file_at(commit: str, relative: str) -> str:
+    """A file's text as committed at ``commit`` (``relative`` to this checkout's top), or a one-line error."""
+    try:
+        shown = subprocess.run(["git", "show", f"{commit}:{relative}"], cwd=CHECKOUT, capture_output=True, text=True)
+    except OSError:
+        raise TailoredBenchError(f"{relative} at {commit}: git is not available") from None
+    if shown.returncode:
+        raise TailoredBenchError(f"{relative} at {commit}: not in this checkout's history ({shown.stderr.strip()})")
+    return shown.stdout
 
 
 def write_metrics(path: str | Path, *, parameters: dict, benchmark: dict, summary: pd.DataFrame, **extra) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,7 +13,7 @@ import pandas as pd
 from .figures import plot_budget_curves, plot_estimates
 from .methods import get_method
 from .metrics import per_run_metrics
-from .provenance import code_is_current, git_commit, jsonable, write_metrics
+from .provenance import code_is_current, file_at, git_commit, jsonable, write_metrics
 from .tables import write_tables
 
 
@@ -64,6 +65,22 @@ def collect(reports_dir: str | Path, names) -> tuple[pd.DataFrame, pd.DataFrame]
             }
         )
     return pd.concat(frames, ignore_index=True), pd.DataFrame(meta)
+
+
+def changed_since(commit: str, reports_dir: str | Path, names: Sequence[str], methods: Sequence[str]) -> pd.DataFrame:
+    """``methods``' MAE and tau in the checkout's benchmark reports at ``commit`` beside those in ``reports_dir``.
+
+    For results that a change to a method moved on purpose, shown side by side in the reports.
+    """
+    rows = []
+    for name in names:
+        before = pd.read_csv(io.StringIO(file_at(commit, f"reports/{name}/tables/summary.csv")))
+        now = pd.read_csv(Path(reports_dir) / name / "tables" / "summary.csv")
+        both = before.merge(now, on=["method", "budget"], suffixes=("_before", "_now"))
+        both = both[both["method"].isin(methods)]
+        rows.append(both[["method", "budget", "mae_before", "mae_now", "kendall_tau_before", "kendall_tau_now"]])
+        rows[-1].insert(0, "benchmark", name)
+    return pd.concat(rows, ignore_index=True)
 
 
 def paper_comparison(table: pd.DataFrame, paper: dict, budget: int = 30) -> pd.DataFrame:
