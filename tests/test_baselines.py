@@ -7,6 +7,7 @@ import pytest
 from scipy.special import expit
 
 from conftest import synthetic_matrix
+from tailoredbench import rng
 from tailoredbench.cli import main
 from tailoredbench.methods import METHODS, anchor_points, gp_irt, random, random_regression
 from tailoredbench.oracle import Oracle
@@ -68,7 +69,10 @@ def test_random_regression_uses_the_same_items_as_random():
     method = random_regression.RandomRegression()
     estimate = method.run(method.prepare(source, [15]), source, {15: b}, (1, 2))[15]
     assert (a._asked == b._asked).all()
-    assert ((estimate >= 0) & (estimate <= 1)).all()
+    # the ridge fit from the sources' results on those items to their accuracy, applied to the targets
+    items = np.flatnonzero(b._asked[0])
+    coef, intercept = random_regression.ridge(source[:, items], source.mean(axis=1))
+    assert np.allclose(estimate, np.clip(target[:, items] @ coef + intercept, 0, 1))
 
 
 def test_irt_recovers_known_item_parameters():
@@ -101,7 +105,13 @@ def test_gp_irt_prepare_is_cached_and_lambda_follows_the_formula(tmp_path, monke
     assert np.isclose(gp_irt.weight(first, 20), bias**2 / (bias**2 + v / 80))
     oracle = Oracle(synthetic_matrix(10, 80, 6), 20)
     estimate = gp_irt.GpIrt().run(first, source, {20: oracle}, (0, 0))[20]
-    assert (oracle.spent() == 20).all() and np.isfinite(estimate).all()
+    assert (oracle.spent() == 20).all()
+    # gp-IRT is lambda x the anchor-weighted mean + (1 - lambda) x p-IRT, on the anchors it asked
+    items, weights = gp_irt.anchors(first["model"], 20, rng.stream((0, 0), rng.GP_IRT_ANCHORS, 20))
+    assert set(items.tolist()) == set(np.flatnonzero(oracle._asked[0]).tolist())
+    parts = gp_irt.estimates(first["model"], items, weights, oracle.ask(items), 0.0, first["ability_prior"])
+    lam = gp_irt.weight(first, 20)
+    assert np.allclose(estimate, lam * parts["anchor"] + (1 - lam) * parts["p_irt"])
 
 
 @pytest.mark.parametrize("method", list(METHODS))

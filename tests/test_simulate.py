@@ -27,3 +27,12 @@ def test_tidy_results_and_summary_shape():
     assert list(sim.results.columns) == ["run", "budget", "method", "target", "true", "estimate"]
     assert len(sim.results) == 2 * 2 * 2 * 15
     assert len(sim.summary) == 4 and (sim.summary["runs"] == 2).all()
+
+
+def test_same_numbers_whatever_the_number_of_worker_processes():
+    data = synthetic_matrix(40, 90, 9)  # SYNTHETIC
+    bench = (data[::2], data[1::2])
+    methods = ["tailoredbench", "tailored_plus[mix]", "random_regression"]
+    one = simulate(bench, methods=methods, budgets=[12, 18], runs=3, g_size=5, n_jobs=1)
+    two = simulate(bench, methods=methods, budgets=[12, 18], runs=3, g_size=5, n_jobs=2)
+    assert np.array_equal(one.results["estimate"].to_numpy(), two.results["estimate"].to_numpy())
