@@ -45,12 +45,17 @@ def test_result_is_a_swap_local_optimum(seed):
             assert cost(D, trial) >= result.cost - 1e-9
 
 
-@pytest.mark.parametrize("seed", range(10))
-def test_matches_brute_force_on_separated_clusters(seed):
+def separated_clusters(seed):
+    """Distances between 12 points in three far-apart clusters of 4: the optimum is reachable by local search."""
     rng = np.random.default_rng(seed)
     centres = np.array([[0, 0], [20, 0], [0, 20]])
     X = np.vstack([c + rng.normal(size=(4, 2)) for c in centres])
-    D = cdist(X, X)
+    return cdist(X, X)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_matches_brute_force_on_separated_clusters(seed):
+    D = separated_clusters(seed)
     optimum, _ = brute_force_pam(D, 3)
     assert np.isclose(k_medoids(D, 3, random_state=seed).cost, optimum)
 
@@ -73,10 +78,7 @@ def test_fixed_medoids_never_move_and_rest_is_locally_optimal(seed):
 @pytest.mark.parametrize("seed", range(10))
 def test_fixed_medoid_plus_free_ones_reach_the_optimum_on_separated_clusters(seed):
     # one medoid fixed inside the first cluster: the free medoids must find the other two clusters' best points
-    rng = np.random.default_rng(seed)
-    centres = np.array([[0, 0], [20, 0], [0, 20]])
-    X = np.vstack([c + rng.normal(size=(4, 2)) for c in centres])
-    D = cdist(X, X)
+    D = separated_clusters(seed)
     optimum, _ = brute_force_pam(D, 3, fixed=[1])
     result = k_medoids(D, 3, fixed=[1], random_state=seed)
     assert result.medoids[0] == 1 and np.isclose(result.cost, optimum)
