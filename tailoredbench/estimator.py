@@ -19,6 +19,7 @@ from .distances import check_distance
 from .errors import TailoredBenchError
 from .intervals import scales
 from .methods.tailored_plus import combine, components, stack_weights
+from .methods.tailoredbench import TailoredBenchMethod
 from .tailored import Probe, calibrated_estimate, check_budget, g_set, n_set, native_sources
 
 #: The estimates :class:`TailoredBench` can give from one probe.
@@ -83,14 +84,13 @@ class TailoredBench:
 
     def fit(self, source) -> TailoredBench:
         """Check the parameters and choose the G-set from the source models' full results (n_sources x n_items)."""
+        TailoredBenchMethod().check_options({"g_size": self.g_size, "distance": self.distance})
         check_distance(self.distance)
         if self.estimator not in ESTIMATORS:
             raise TailoredBenchError(f"unknown estimator {self.estimator!r}; choose calibrated or plus")
         source = validate_binary(getattr(source, "values", source), "source models")
         if source.shape[0] < 2:
             raise TailoredBenchError("at least 2 source models are needed")
-        if isinstance(self.g_size, bool) or not isinstance(self.g_size, (int, np.integer)):
-            raise TailoredBenchError(f"g_size must be an integer, got {self.g_size!r}")
         self.key_ = rng.as_key(self.random_state)
         self.source_ = source
         self.g_set_ = g_set(source, self.g_size, distance=self.distance, random_state=rng.stream(self.key_, rng.G_SET))

@@ -363,13 +363,13 @@ import pandas as pd
 from IPython.display import Image, Markdown, display
 
 from tailoredbench import SPECS, conformal, figures, report, studies
-from tailoredbench.methods import get_method
+from tailoredbench.methods import get_method, variant_name
 from tailoredbench.methods.tailored_plus import DEFAULT_VARIANT
 from tailoredbench.simulate import simulate
 
 
 def plus_name(variant):
-    return f"tailored_plus[{variant}]"
+    return variant_name("tailored_plus", variant)
 
 out = Path(output_dir)
 (out / "figures").mkdir(parents=True, exist_ok=True)

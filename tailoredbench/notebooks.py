@@ -170,8 +170,7 @@ provenance.write_metrics(
     (
         "code",
         """changed = report.changed_since(changed_since, reports_dir, benchmarks, changed_methods)
-changed.to_csv(out / "tables" / "changed_baselines.csv", index=False, float_format="%.6g")
-(out / "tables" / "changed_baselines.md").write_text(changed.to_markdown(index=False, floatfmt=".4f") + "\\n")
+tables.write_table(changed, out / "tables", "changed_baselines")
 display(Markdown(changed.to_markdown(index=False, floatfmt=".4f")))""",
     ),
 ]

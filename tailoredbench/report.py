@@ -14,7 +14,7 @@ from .figures import plot_budget_curves, plot_estimates
 from .methods import get_method
 from .metrics import per_run_metrics
 from .provenance import code_is_current, file_at, git_commit, jsonable, write_metrics
-from .tables import write_tables
+from .tables import write_table, write_tables
 
 
 def write_report(sim, directory: str | Path, *, title: str = "", **extra) -> dict:
@@ -110,11 +110,9 @@ def paper_comparison(table: pd.DataFrame, paper: dict, budget: int = 30) -> pd.D
 def write_study(directory, tables: Mapping[str, pd.DataFrame], *, parameters: dict, findings: Sequence[str], **extra):
     """Write each table as CSV and Markdown under ``tables/`` and ``metrics.json`` with the findings."""
     directory = Path(directory)
-    (directory / "tables").mkdir(parents=True, exist_ok=True)
     (directory / "figures").mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():
-        table.to_csv(directory / "tables" / f"{name}.csv", index=False, float_format="%.6g")
-        (directory / "tables" / f"{name}.md").write_text(table.to_markdown(index=False, floatfmt=".4f") + "\n")
+        write_table(table, directory / "tables", name)
     record = {
         "parameters": parameters,
         "findings": list(findings),

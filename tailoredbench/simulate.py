@@ -108,12 +108,17 @@ def _by_base(methods: Sequence[str]) -> dict[str, list[str]]:
     return by_base
 
 
+def _shared(options: dict) -> dict:
+    """A method name's options without its variant: what its variants share (one preparation, one pass)."""
+    return {k: v for k, v in options.items() if k != "variant"}
+
+
 def _prepare(source, budgets, settings: dict[str, dict]) -> dict[str, dict]:
     """One preparation per method, shared by its variants (which it is told, e.g. to fit stacking weights)."""
     prepared = {}
     for base, names in _by_base(settings).items():
         method: Method = get_method(base)
-        options = {k: v for k, v in settings[names[0]].items() if k != "variant"}
+        options = _shared(settings[names[0]])
         if method.variants:
             options["variants"] = [settings[n]["variant"] for n in names]
         prepared[base] = method.prepare(source, budgets, **options)
@@ -130,8 +135,9 @@ def _one_run(run, settings, prepared, source, target, budgets, seed, with_diffic
             start = time.perf_counter()
             oracles = {b: Oracle(target, budget=b) for b in budgets}
             variants = [settings[n]["variant"] for n in names]
-            options = {k: v for k, v in settings[names[0]].items() if k != "variant"}
-            out = impl.run_variants(prepared[base], source, oracles, (seed, run), variants, **options)
+            out = impl.run_variants(
+                prepared[base], source, oracles, (seed, run), variants, **_shared(settings[names[0]])
+            )
             for name, variant in zip(names, variants, strict=True):
                 rows[name] = np.vstack([out[variant][b] for b in budgets])
                 seconds[name] = (time.perf_counter() - start) / len(names)
@@ -286,7 +292,7 @@ def _with_intervals(results, settings, source, budgets, seed, level, prepared):
     for name, options in settings.items():
         # fitted combination weights (TailoredBench+) are reused in the folds rather than refitted in each
         fitted = prepared[split_name(name)[0]]
-        options = {k: v for k, v in options.items() if k != "variant"}
+        options = _shared(options)
         if "weights" in fitted:
             options["weights"] = fitted["weights"]
         calibration[name] = pseudo_targets(name, source, budgets, seed=seed, **options)

@@ -28,7 +28,7 @@ from .distances import standardize
 from .errors import TailoredBenchError
 from .families import model_family
 from .kmedoids import binary_points, k_medoids_binary
-from .methods import split_name
+from .methods import split_name, variant_name
 from .methods.tailored_plus import VARIANTS
 from .metrics import covered
 from .simulate import simulate
@@ -46,8 +46,8 @@ def study_benchmark(name: str, seed: int = 0) -> tuple[Benchmark, int]:
     return spec.load(seed), spec.g_size
 
 
-def _variant_name(variant: str) -> str:
-    return f"tailored_plus[{variant}]"
+def _plus(variant: str) -> str:
+    return variant_name("tailored_plus", variant)
 
 
 def sweep(
@@ -263,7 +263,7 @@ def compare_on_sources(
         bench, g_size = study_benchmark(name, seed)
         pseudo_source, pseudo_target = split_models(bench.source, "interleave", seed)
         pseudo = Benchmark(f"{name} (sources only)", pseudo_source, pseudo_target, {})
-        names = [_variant_name(v) for v in variants]
+        names = [_plus(v) for v in variants]
         sim = simulate(pseudo, names, SPECS[name].budgets, runs=runs, seed=seed, n_jobs=n_jobs, g_size=g_size)
         mae = sim.summary.groupby("method")["mae"].mean()
         for v, method in zip(variants, names, strict=True):
@@ -272,7 +272,7 @@ def compare_on_sources(
                     "benchmark": name,
                     "variant": v,
                     "mae": mae[method],
-                    "ratio": mae[method] / mae[_variant_name("calibrated")],
+                    "ratio": mae[method] / mae[_plus("calibrated")],
                 }
             )
     table = pd.DataFrame(rows)
@@ -295,7 +295,7 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
     GSM8K and ARC, <= 1 elsewhere) and a tau not lower; ``meets_coverage`` the 85-95%
     range.
     """
-    faithful = _variant_name("calibrated")
+    faithful = _plus("calibrated")
     table = summary.groupby(["benchmark", "method"], sort=False)[["mae", "kendall_tau", "coverage", "width"]].mean()
     table = table.reset_index()
     if spread is not None:
@@ -310,7 +310,7 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
         table["method"] == faithful,
         "faithful TailoredBench",
         np.where(
-            table["method"] == _variant_name(chosen),
+            table["method"] == _plus(chosen),
             "TailoredBench+ (chosen)",
             np.where([split_name(m)[0] == "tailored_plus" for m in table["method"]], "variant", "best baseline"),
         ),

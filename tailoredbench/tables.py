@@ -11,6 +11,14 @@ import pandas as pd
 METRICS = {"mae": False, "kendall_tau": True}
 
 
+def write_table(table: pd.DataFrame, directory: str | Path, name: str) -> None:
+    """Write ``<name>.csv`` (6 significant digits) and ``<name>.md`` (4 decimals) of a table as it is."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    table.to_csv(directory / f"{name}.csv", index=False, float_format="%.6g")
+    (directory / f"{name}.md").write_text(table.to_markdown(index=False, floatfmt=".4f") + "\n")
+
+
 def best_mask(summary: pd.DataFrame, keys=("budget",)) -> pd.Series:
     """True where a row holds the best mean of its metric within its ``keys`` group."""
     marks = {}

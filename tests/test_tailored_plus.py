@@ -6,7 +6,7 @@ import pytest
 from conftest import synthetic_matrix
 from tailoredbench import TailoredBench, tailored
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import tailored_plus, variant_names
+from tailoredbench.methods import split_name, tailored_plus, variant_name
 from tailoredbench.oracle import Oracle
 from tailoredbench.simulate import simulate
 
@@ -52,7 +52,9 @@ def test_stacking_weights_come_from_sources_only(matrices):
     assert weights.shape == (len(tailored_plus.COMPONENTS),)
     assert weights.min() >= 0 and weights.sum() == pytest.approx(1)
     assert np.array_equal(PLUS.prepare(source, [20], g_size=5)["weights"], weights)
-    assert len(variant_names("tailored_plus")) == len(tailored_plus.VARIANTS)
+    assert [split_name(variant_name("tailored_plus", v))[1] for v in tailored_plus.VARIANTS] == list(
+        tailored_plus.VARIANTS
+    )
 
 
 def test_simplex_weights_against_brute_force(rng):

@@ -30,12 +30,11 @@ def get_method(name: str) -> Method:
     >>> get_method("tailored_plus[mix]").kind, get_method("random").kind
     ('tailored', 'baseline')
     """
-    base, variant = split_name(name)
+    base = split_name(name)[0]
     if base not in METHODS:
         raise TailoredBenchError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}")
     method = METHODS[base]()
-    if variant is not None and variant not in method.variants:
-        raise TailoredBenchError(f"method {base} has no variant {variant!r}")
+    method.check_options(name_options(name))  # the variant, checked where every option is
     return method
 
 
@@ -45,9 +44,15 @@ def name_options(name: str) -> dict:
     return {} if variant is None else {"variant": variant}
 
 
-def variant_names(base: str) -> list[str]:
-    """Every ``base[variant]`` name of a method with variants, e.g. ``tailored_plus[mix]``."""
-    return [f"{base}[{v}]" for v in METHODS[base].variants]
+def variant_name(base: str, variant: str) -> str:
+    """The name of one variant of a method, e.g. ``tailored_plus[mix]`` (:func:`split_name` reads it back).
+
+    Examples
+    --------
+    >>> split_name(variant_name("tailored_plus", "mix"))
+    ('tailored_plus', 'mix')
+    """
+    return f"{base}[{variant}]"
 
 
-__all__ = ["KINDS", "METHODS", "PAPER_METHODS", "Method", "get_method", "name_options", "split_name", "variant_names"]
+__all__ = ["KINDS", "METHODS", "PAPER_METHODS", "Method", "get_method", "name_options", "split_name", "variant_name"]

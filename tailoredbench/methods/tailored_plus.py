@@ -246,9 +246,9 @@ class TailoredPlus(Method):
         return self.run_variants(prepared, source, oracles, key, [variant], **options)[variant]
 
     def run_variants(
-        self, prepared, source, oracles, key, variants, *, g_size=10, distance="manhattan", variant=None, weights=None
+        self, prepared, source, oracles, key, variants, *, g_size=10, distance="manhattan", weights=None
     ) -> dict[str, dict[int, np.ndarray]]:
-        """Several variants from one pass over the probes."""
+        """Several variants from one pass over the probes (``weights`` took effect in :meth:`prepare`)."""
         estimates = {v: {b: np.empty(oracles[b].n_targets) for b in oracles} for v in variants}
         for budget, a in probes(prepared, source, oracles, key, g_size=g_size, distance=distance):
             parts = components(source, prepared["accuracy"], a.native_mean, a.probe, a.results)
