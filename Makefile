@@ -1,12 +1,13 @@
 # Two commands do all set-up on a fresh machine with Python 3.11:
 #   make reproduce   executes every notebook with papermill into reports/
 #   make test        runs ruff and the test suite
+# and `make lab` opens the notebooks in JupyterLab (kernel "python3" of .venv).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test reproduce bench lint clean
+.PHONY: test reproduce quick lab bench lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +21,16 @@ test: $(STAMP)
 
 reproduce: $(STAMP)
 	$(BIN)/tailoredbench reproduce
+
+quick: $(STAMP)
+	$(BIN)/tailoredbench reproduce --quick
+
+$(VENV)/.lab: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[lab]"
+	touch $@
+
+lab: $(VENV)/.lab
+	$(BIN)/jupyter lab notebooks/
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py

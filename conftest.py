@@ -4,7 +4,10 @@ import os
 import tempfile
 from pathlib import Path
 
-# Tests read real data from the local mirror (CI sets this too) ...
-os.environ.setdefault("TAILOREDBENCH_DATA", str(Path(__file__).resolve().parent.parent / "shared" / "data"))
-# ... and cache fitted models (gp-IRT) away from the user's cache.
+# Tests read real, pinned data: from the local mirror that $TAILOREDBENCH_DATA names, if any
+# (CI sets it), otherwise from the cache or by downloading the pinned files. A relative mirror
+# path means relative to where pytest starts, also for the notebook kernels started in notebooks/.
+if os.environ.get("TAILOREDBENCH_DATA"):
+    os.environ["TAILOREDBENCH_DATA"] = str(Path(os.environ["TAILOREDBENCH_DATA"]).resolve())
+# Downloads and fitted models (gp-IRT) go to a cache of the test session's own.
 os.environ.setdefault("TAILOREDBENCH_CACHE", tempfile.mkdtemp(prefix="tailoredbench-test-cache-"))

@@ -5,6 +5,7 @@ its baselines, and the notebooks that regenerate the paper's tables and figures.
 """
 
 from ._version import __version__
+from .batch import reproduce
 from .datasets import (
     BENCHMARKS,
     SPECS,
@@ -40,6 +41,7 @@ __all__ = [
     "load_matrix",
     "n_set",
     "native_sources",
+    "reproduce",
     "simulate",
     "split_models",
 ]

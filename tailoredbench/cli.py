@@ -9,12 +9,13 @@ import argparse
 import json
 import sys
 
+from .batch import NotebookFailed, reproduce
 from .datasets import load_benchmark, load_matrix, split_models
 from .datasets.benchmarks import BENCHMARKS, Benchmark
+from .datasets.files import pin_data_dir
 from .distances import DISTANCES, check_distance
 from .errors import TailoredBenchError
 from .methods import METHODS
-from .notebooks import reproduce
 from .simulate import simulate
 from .workflow import G_SET, N_SET, estimate, plan_g_set, plan_n_set
 
@@ -81,7 +82,10 @@ def _build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("reproduce", help="execute notebooks with papermill into reports/")
     rep.add_argument("--notebook", "--benchmark", dest="notebooks", nargs="+", help="notebook names (default: all)")
-    rep.add_argument("--runs", type=_positive_int, help="override the notebooks' runs")
+    rep.add_argument("--output-dir", help="where the reports go (default: reports/, or reports-quick/ with --quick)")
+    rep.add_argument("--runs", type=_positive_int, help="runs for every chosen notebook that declares them")
+    rep.add_argument("--quick", action="store_true", help="small parameters: every notebook in a few minutes")
+    rep.add_argument("--force", action="store_true", help="replace existing reports made with other parameters")
     return parser
 
 
@@ -192,7 +196,19 @@ def _estimate(args) -> int:
 
 def _reproduce(args) -> int:
     parameters = {"runs": args.runs} if args.runs else None
-    reproduce(args.notebooks, parameters=parameters, log=lambda m: print(m, file=sys.stderr))
+    try:
+        reproduce(
+            args.notebooks,
+            parameters=parameters,
+            output_dir=args.output_dir,
+            quick=args.quick,
+            force=args.force,
+            only_declared=not args.notebooks,  # --runs with every notebook: where declared
+            log=lambda m: print(m, file=sys.stderr, flush=True),
+        )
+    except NotebookFailed as err:
+        print(f"tailoredbench: {err}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -200,6 +216,7 @@ def main(argv=None) -> int:
     """Entry point of the ``tailoredbench`` command."""
     parser = _build_parser()
     args = parser.parse_args(argv)
+    pin_data_dir()
     try:
         command = {"simulate": _simulate, "plan": _plan, "estimate": _estimate, "reproduce": _reproduce}
         return command[args.command](args)

@@ -1,4 +1,9 @@
-"""Every figure of the reports: each function draws one and saves it where it is told."""
+"""Every figure of the reports: each function draws one, saves it where it is told and returns it.
+
+No backend is chosen here: in Jupyter (or papermill) the figure a function returns is shown
+in its cell by the inline backend and is the very object saved under ``reports/``; in a
+script, matplotlib picks its own backend and the caller closes the figure when done.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +16,11 @@ import pandas as pd
 from . import rng
 from .distances import standardize
 from .families import model_family
+from .tailored import g_set_distances
 
 
 def plotting():
-    """pyplot and seaborn, headless, with the reports' theme."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+    """pyplot and seaborn, with the reports' theme."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -61,38 +64,50 @@ def plot_estimates(results: pd.DataFrame, path: str | Path, budget: int, run: in
         data=data, x="true", y="estimate", col="method", col_wrap=min(3, data["method"].nunique()), height=3.2, s=25
     )
     for ax in grid.axes.flat:
-        ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--")
+        ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--", label="estimate = truth")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
+        ax.set_xticks([0.2, 0.4, 0.6, 0.8])  # none at the edges, where neighbouring panels meet
+    grid.axes.flat[0].legend(loc="upper left", fontsize="small")
     grid.set_axis_labels("true accuracy", f"estimate ({budget} items)")
+    grid.set_titles("{col_name}")
     if title:
         grid.figure.suptitle(title, y=1.02)
     grid.savefig(path, dpi=120)
     return grid.figure
 
 
-def plot_main_figure(table: pd.DataFrame, path: str | Path):
-    """MAE and tau against budget, one column per benchmark, one line per method."""
+def plot_main_figure(table: pd.DataFrame, path: str | Path, title: str = ""):
+    """MAE and tau against budget, one column per benchmark, one line per method.
+
+    Every panel has its own y-axis: one method far off on one benchmark (POPE's AnchorPoints)
+    would otherwise flatten every other line of its row.
+    """
     plt, sns = plotting()
-    long = table.melt(id_vars=["benchmark", "budget", "method"], value_vars=["mae", "kendall_tau"], var_name="metric")
-    grid = sns.relplot(
-        data=long,
-        x="budget",
-        y="value",
-        hue="method",
-        row="metric",
-        col="benchmark",
-        kind="line",
-        marker="o",
-        height=2.6,
-        aspect=1.0,
-        facet_kws={"sharey": "row", "sharex": False},
-        palette="colorblind",
-    )
-    grid.set_titles("{col_name}: {row_name}")
-    grid.savefig(path, dpi=110)
-    plt.close("all")
-    return grid.figure
+    benchmarks = list(dict.fromkeys(table["benchmark"]))
+    methods = sorted(table["method"].unique())
+    palette = dict(zip(methods, sns.color_palette("colorblind", len(methods)), strict=True))
+    rows = (("mae", "MAE (lower is better)"), ("kendall_tau", "Kendall's tau (higher is better)"))
+    fig, axes = plt.subplots(2, len(benchmarks), figsize=(2.9 * len(benchmarks), 5.6), squeeze=False)
+    for col, name in enumerate(benchmarks):
+        part = table[table["benchmark"] == name]
+        for row, (metric, label) in enumerate(rows):
+            ax = axes[row, col]
+            for method in methods:
+                line = part[part["method"] == method].sort_values("budget")
+                ax.plot(line["budget"], line[metric], marker="o", ms=3, color=palette[method], label=method)
+            ax.set_xticks(sorted(part["budget"].unique()))
+            ax.set_title(name if row == 0 else "", fontsize=10)
+            ax.set_xlabel("budget (items)" if row == 1 else "")
+            ax.set_ylabel(label if col == 0 else "", fontsize=9)
+            ax.tick_params(labelsize=8)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(methods), fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(path, dpi=110)
+    return fig
 
 
 def _axes(ncols: int = 1, width: float = 5.0, height: float = 3.6):
@@ -112,14 +127,34 @@ def plot_probe(source: np.ndarray, g_items, n_items=(), labels=None, path=None):
     """The items (PCA of the source embedding) with the G-set and, if given, the N-set and its clusters."""
     fig, ax = _axes()
     xy = item_map(source)
-    colours = "lightgrey" if labels is None else labels
-    ax.scatter(xy[:, 0], xy[:, 1], c=colours, s=6, cmap="tab20", alpha=0.6)
+    if labels is None:
+        ax.scatter(xy[:, 0], xy[:, 1], c="lightgrey", s=6, alpha=0.6, label="item")
+    else:
+        ax.scatter(xy[:, 0], xy[:, 1], c=labels, s=6, cmap="tab20", alpha=0.6, label="item (colour: its cluster)")
     ax.scatter(*xy[np.asarray(g_items, dtype=int)].T, marker="*", s=160, c="black", label="G-set")
     if len(n_items):
         ax.scatter(*xy[np.asarray(n_items, dtype=int)].T, marker="D", s=50, c="crimson", label="rest of the N-set")
     ax.set_xlabel("item PC 1 (source models)")
     ax.set_ylabel("item PC 2")
     ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot_native_sources(g_source, g_result, native, distance: str = "manhattan", path=None):
+    """Every source model's distance to the target on the G-set, nearest first, the native sources marked."""
+    to_sources, threshold = g_set_distances(g_source, g_result, distance=distance)
+    order = np.argsort(to_sources[0], kind="stable")
+    chosen = np.isin(order, np.asarray(native))
+    fig, ax = _axes(width=7)
+    ax.bar(np.arange(len(order))[chosen], to_sources[0, order][chosen], color="C0", label="native source")
+    ax.bar(np.arange(len(order))[~chosen], to_sources[0, order][~chosen], color="lightgrey", label="other source")
+    ax.axhline(threshold, color="C3", ls="--", lw=1, label="mean distance over all pairs of models")
+    ax.set_xlabel("source models, nearest to the target first")
+    ax.set_ylabel(f"{distance} distance on the G-set")
+    ax.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
     if path:
         fig.savefig(path, dpi=110)
@@ -148,13 +183,18 @@ def plot_calibration(native_mean, probe, results, path=None):
     y = np.asarray(results, dtype=float)
     jitter = rng.stream((rng.FIGURE_JITTER,)).uniform(-0.04, 0.04, len(y))
     solved = np.where(y > 0, "seagreen", "indianred")
-    axes[0].scatter(m_c, y + jitter, s=20 + sizes, c=solved, alpha=0.7)
+    for value, colour, label in ((1.0, "seagreen", "target right"), (0.0, "indianred", "target wrong")):
+        mine = y == value
+        axes[0].scatter(m_c[mine], y[mine] + jitter[mine], s=20 + sizes[mine], c=colour, alpha=0.7, label=label)
     axes[0].set_xlabel("native sources' mean on the medoid (m_c)")
     axes[0].set_ylabel("target's result on the medoid (y_c)")
-    axes[0].set_title("size = cluster size")
+    axes[0].set_yticks([0, 1])
+    axes[0].set_title("marker area: cluster size", fontsize=10)
+    axes[0].legend(loc="center right", fontsize="small")
     scale = (y + 0.5) / (m_c + 0.5)
     axes[1].bar(np.arange(len(y)), scale, color=solved)
-    axes[1].axhline(1.0, color="grey", lw=1)
+    axes[1].axhline(1.0, color="grey", lw=1, label="no change")
+    axes[1].legend(loc="upper right", fontsize="small")
     axes[1].set_xlabel("cluster (G-set first)")
     axes[1].set_ylabel("calibration factor (y_c + .5) / (m_c + .5)")
     fig.tight_layout()
@@ -171,26 +211,36 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict):
     plt, sns = plotting()
     data = summary[summary["method"].isin(list(methods))].assign(method=lambda d: d["method"].map(methods))
     benchmarks = list(dict.fromkeys(data["benchmark"]))
-    fig, axes = plt.subplots(2, len(benchmarks), figsize=(3.2 * len(benchmarks), 6), squeeze=False)
+    labels = list(dict.fromkeys(methods.values()))
+    palette = dict(zip(labels, sns.color_palette("colorblind", len(labels)), strict=True))
+    fig, axes = plt.subplots(2, len(benchmarks), figsize=(max(3.2 * len(benchmarks), 7), 6), squeeze=False)
     for col, name in enumerate(benchmarks):
         part = data[data["benchmark"] == name]
-        sns.lineplot(data=part, x="budget", y="mae", hue="method", marker="o", ax=axes[0, col], palette="colorblind")
+        for label in labels:
+            line = part[part["method"] == label].sort_values("budget")
+            if len(line):
+                axes[0, col].plot(line["budget"], line["mae"], marker="o", ms=3, color=palette[label], label=label)
+        axes[0, col].set_xticks(sorted(part["budget"].unique()))
         axes[0, col].set_title(name)
-        coverage = part.groupby("method", sort=False)["coverage"].mean().reset_index()
-        sns.barplot(data=coverage, x="method", y="coverage", ax=axes[1, col], palette="colorblind", hue="method")
-        axes[1, col].axhspan(0.85, 0.95, color="green", alpha=0.15)
+        axes[0, col].set_xlabel("budget (items)")
+        axes[0, col].set_ylabel("MAE" if col == 0 else "")
+        coverage = part.groupby("method", sort=False)["coverage"].mean().reindex(labels).dropna()
+        axes[1, col].bar(range(len(coverage)), coverage.values, color=[palette[m] for m in coverage.index])
+        axes[1, col].axhspan(0.85, 0.95, color="green", alpha=0.15, label="target coverage 85-95%")
+        axes[1, col].axhline(0.9, color="green", lw=1, ls="--", label="nominal 90%")
         axes[1, col].set_ylim(0.5, 1.0)
-        axes[1, col].tick_params(axis="x", rotation=60, labelsize=7)
-        axes[1, col].set_xlabel("")
-        if col:
-            axes[0, col].get_legend().remove()
-    axes[0, 0].legend(fontsize=7)
-    fig.tight_layout()
+        axes[1, col].set_xticks([])
+        axes[1, col].set_ylabel("interval coverage" if col == 0 else "")
+    handles, names = axes[0, 0].get_legend_handles_labels()
+    bands, band_names = axes[1, 0].get_legend_handles_labels()
+    ncol = 3 if len(benchmarks) > 2 else 2
+    fig.legend(handles + bands, names + band_names, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.14 if ncol == 2 else 0.1, 1, 1))
     fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
-def plot_arms(table: pd.DataFrame, path, x: str = "arm", title: str = "", hue: str = "benchmark"):
+def plot_arms(table: pd.DataFrame, path, x: str = "arm", title: str = "", hue: str = "benchmark", xlabel: str = ""):
     """MAE and tau per arm: one line per benchmark and the mean over benchmarks in black."""
     plt, sns = plotting()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -202,11 +252,12 @@ def plot_arms(table: pd.DataFrame, path, x: str = "arm", title: str = "", hue: s
             mean = data.groupby(x, sort=False)[metric].mean().reindex(order)
             ax.plot(range(len(order)), mean.values, color="black", linewidth=2.5, marker="o", label="mean")
         ax.set_ylabel(label)
+        ax.set_xlabel(xlabel or x)
         ax.legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
 
 
 def plot_counts(table: pd.DataFrame, adaptive: np.ndarray, adaptive_mae: float, path, title: str = ""):
@@ -222,7 +273,7 @@ def plot_counts(table: pd.DataFrame, adaptive: np.ndarray, adaptive_mae: float, 
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
 
 
 def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets: int = 3):
@@ -237,7 +288,7 @@ def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets:
     ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
 
 
 def plot_embedding(coords: Mapping[str, np.ndarray], labels: np.ndarray, medoids, distances: Mapping, path, title=""):
@@ -245,12 +296,13 @@ def plot_embedding(coords: Mapping[str, np.ndarray], labels: np.ndarray, medoids
     plt, _ = plotting()
     fig, axes = plt.subplots(1, len(coords), figsize=(5 * len(coords), 4.2))
     for ax, (view, xy) in zip(np.atleast_1d(axes), coords.items(), strict=True):
-        ax.scatter(xy[:, 0], xy[:, 1], c=labels, cmap="tab20", s=6, alpha=0.7)
-        ax.scatter(xy[medoids, 0], xy[medoids, 1], c="black", marker="x", s=30)
+        ax.scatter(xy[:, 0], xy[:, 1], c=labels, cmap="tab20", s=6, alpha=0.7, label="item (colour: its cluster)")
+        ax.scatter(xy[medoids, 0], xy[medoids, 1], c="black", marker="x", s=30, label="coreset item (medoid)")
+        ax.legend(loc="lower right", fontsize=7)
         ax.set_title(f"{view}: mean item-to-medoid distance {distances[view]['mean_distance']:.2f}", fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig

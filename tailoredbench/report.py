@@ -7,30 +7,25 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
-from .figures import plot_budget_curves, plot_estimates
 from .methods import get_method
 from .metrics import per_run_metrics
 from .provenance import code_is_current, file_at, git_commit, jsonable, write_metrics
 from .tables import write_table, write_tables
 
 
-def write_report(sim, directory: str | Path, *, title: str = "", **extra) -> dict:
-    """Everything a benchmark notebook regenerates, under ``directory``.
+def write_report(sim, directory: str | Path, **extra) -> dict:
+    """The tables and ``metrics.json`` of a benchmark notebook, under ``directory``.
 
-    ``tables/summary.{csv,md,tex}``, ``tables/per_run.csv``, ``figures/budget_curves.png``,
-    ``figures/estimates.png`` and ``metrics.json``. Returns the metrics record.
+    ``tables/summary.{csv,md,tex}``, ``tables/per_run.csv`` and ``metrics.json``; the notebook
+    draws its figures itself, so that they show in its cells. Returns the metrics record.
     """
     directory = Path(directory)
     (directory / "figures").mkdir(parents=True, exist_ok=True)
     write_tables(sim.summary, directory / "tables")
     per_run_metrics(sim.results).to_csv(directory / "tables" / "per_run.csv", index=False, float_format="%.6g")
-    plot_budget_curves(sim.summary, directory / "figures" / "budget_curves.png", title=title)
-    budgets = sim.settings["budgets"]
-    plot_estimates(sim.results, directory / "figures" / "estimates.png", budget=budgets[len(budgets) // 2], title=title)
-    plt.close("all")
     return write_metrics(
         directory / "metrics.json",
         parameters=sim.settings,
@@ -39,6 +34,63 @@ def write_report(sim, directory: str | Path, *, title: str = "", **extra) -> dic
         seconds_per_run=sim.seconds_per_run,
         **extra,
     )
+
+
+def _relative_change(ours: float, theirs: float) -> str:
+    change = ours / theirs - 1
+    return f"{-change:.0%} lower MAE" if change <= 0 else f"{change:.0%} higher MAE"
+
+
+def interpretation(
+    summary: pd.DataFrame, paper_mae_at_30=None, tailored: str = "tailoredbench", per_run: pd.DataFrame | None = None
+) -> str:
+    """What a benchmark's summary says, in words: who wins at each budget and by how much.
+
+    One Markdown bullet per budget: the lowest MAE and the highest tau, and ``tailored``
+    against the best baseline with the gap in standard errors (a gap under two is not a
+    clear win at this number of runs). With the paper's ``(best baseline, TailoredBench)``
+    MAE at 30 items, a bullet sets them beside ours; with ``per_run`` (one row per method,
+    budget and run), a last one gives the spread of ``tailored``'s MAE over runs at 30.
+    """
+    lines = []
+    for budget, part in summary.groupby("budget", sort=True):
+        part = part.set_index("method")
+        baselines = part[[get_method(m).kind == "baseline" for m in part.index]]
+        best = baselines["mae"].idxmin()
+        ours, theirs = part.loc[tailored], part.loc[best]
+        gap = (theirs["mae"] - ours["mae"]) / max(float(np.hypot(ours["mae_se"], theirs["mae_se"])), 1e-12)
+        verdict = (
+            "a clear win"
+            if gap >= 2
+            else "a clear loss"
+            if gap <= -2
+            else "within two standard errors"
+        )
+        lines.append(
+            f"- **{budget} items**: lowest MAE {part['mae'].idxmin()} ({part['mae'].min():.4f}), highest tau "
+            f"{part['kendall_tau'].idxmax()} ({part['kendall_tau'].max():.3f}). {tailored} {ours['mae']:.4f} against "
+            f"the best baseline, {best}, {theirs['mae']:.4f}: {_relative_change(ours['mae'], theirs['mae'])}, "
+            f"{abs(gap):.1f} standard errors apart, {verdict}."
+        )
+    if paper_mae_at_30 is not None and 30 in set(summary["budget"]):
+        paper_baseline, paper_tailored = paper_mae_at_30
+        at30 = summary[summary["budget"] == 30].set_index("method")
+        baselines = at30[[get_method(m).kind == "baseline" for m in at30.index]]
+        ours, theirs = at30.loc[tailored, "mae"], baselines["mae"].min()
+        lines.append(
+            f"- **Beside the paper, at 30 items**: the paper's TailoredBench MAE {paper_tailored:.3f} against its best "
+            f"baseline's {paper_baseline:.3f} ({_relative_change(paper_tailored, paper_baseline)}); ours {ours:.3f} "
+            f"against {theirs:.3f} ({_relative_change(ours, theirs)})."
+        )
+    if per_run is not None:
+        runs = per_run[(per_run["method"] == tailored) & (per_run["budget"] == 30)]["mae"]
+        if len(runs) > 1:
+            lines.append(
+                f"- **Run to run, at 30 items**: {tailored}'s MAE has median {runs.median():.4f}, range "
+                f"{runs.min():.4f}-{runs.max():.4f}; {int((runs > 2 * runs.median()).sum())} of {len(runs)} runs are "
+                "more than twice the median."
+            )
+    return "\n".join(lines)
 
 
 def collect(reports_dir: str | Path, names) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -105,6 +157,28 @@ def paper_comparison(table: pd.DataFrame, paper: dict, budget: int = 30) -> pd.D
             }
         )
     return pd.DataFrame(rows)
+
+
+def reproduction(comparison: pd.DataFrame) -> str:
+    """In words, per benchmark of :func:`paper_comparison`: do we reproduce the paper's gain at 30 items?
+
+    *Reproduced* when our TailoredBench beats our best baseline by at least half the paper's
+    relative gain; *smaller gain* when it beats it by less; *not reproduced* when it does not.
+    """
+    lines = []
+    for _, row in comparison.iterrows():
+        ours, theirs = row["our reduction"], row["paper reduction"]
+        if ours <= 0:
+            verdict = "**not reproduced**: TailoredBench's MAE is above our best baseline's"
+        elif ours < theirs / 2:
+            verdict = "**a smaller gain** than the paper's"
+        else:
+            verdict = "**reproduced**"
+        lines.append(
+            f"- {row['benchmark']}: {verdict} (ours: {_relative_change(1 - ours, 1.0)} than the best baseline; "
+            f"the paper's: {_relative_change(1 - theirs, 1.0)})."
+        )
+    return "\n".join(lines)
 
 
 def write_study(directory, tables: Mapping[str, pd.DataFrame], *, parameters: dict, findings: Sequence[str], **extra):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed, parallel_config
-from tqdm.auto import tqdm
+from tqdm import tqdm  # plain text: no widget warning in notebooks
 
 from .conformal import difficulty, interval
 from .datasets.benchmarks import Benchmark, load_benchmark

@@ -130,6 +130,28 @@ def best_arm(averaged: pd.DataFrame, key: str = "arm") -> tuple[str, str]:
     )
 
 
+def reversals(table: pd.DataFrame, key: str = "arm") -> str:
+    """The benchmarks where the arm with the lowest MAE is not the lowest on average, in words.
+
+    An average over benchmarks can hide that an arm which helps on most of them hurts on
+    some; this names them. Empty when every benchmark agrees with the average.
+    """
+    best_overall = best_arm(by_arm(table, keys=[key]), key)[0]
+    mean_mae = table.groupby([key, "benchmark"], sort=False)["mae"].mean().unstack(key)
+    found = []
+    for benchmark, row in mean_mae.iterrows():
+        best_here = str(row.idxmin())
+        if best_here != best_overall:
+            tie = ", equal to four decimals" if round(row.min(), 4) == round(row[best_overall], 4) else ""
+            found.append(
+                f"{benchmark} (lowest: {best_here}, {row.min():.4f}, against {best_overall}'s "
+                f"{row[best_overall]:.4f}{tie})"
+            )
+    if not found:
+        return f"Every benchmark agrees with the average: {best_overall} has the lowest MAE on each."
+    return f"The average hides a reversal on {len(found)} of {len(mean_mae)} benchmarks: " + "; ".join(found) + "."
+
+
 # ---------------------------------------------------------------------------
 # Native-source studies
 

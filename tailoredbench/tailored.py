@@ -115,6 +115,27 @@ def native_sources(
     return n_native, order[:, :n_native]
 
 
+def g_set_distances(
+    g_source: np.ndarray, g_target: np.ndarray, *, distance: str = "manhattan"
+) -> tuple[np.ndarray, float]:
+    """Each target's distance to each source on the G-set, and the threshold: the mean over all pairs of models.
+
+    All models (sources and targets) are embedded by their G-set results, each G-set item
+    z-scored across all models.
+
+    Returns
+    -------
+    to_sources : ndarray of shape (n_targets, n_sources)
+    threshold : float
+    """
+    g_source = np.atleast_2d(np.asarray(g_source, dtype=float))
+    g_target = np.atleast_2d(np.asarray(g_target, dtype=float))
+    n_source = g_source.shape[0]
+    D = binary_distances(np.vstack([g_source, g_target]), check_distance(distance))
+    upper = np.triu_indices(D.shape[0], k=1)
+    return D[n_source:, :n_source], float(D[upper].mean())
+
+
 def ranked_sources(
     g_source: np.ndarray, g_target: np.ndarray, *, distance: str = "manhattan"
 ) -> tuple[int, np.ndarray]:
@@ -130,13 +151,7 @@ def ranked_sources(
     >>> n_native, order.tolist()
     (2, [[0, 2, 3, 1]])
     """
-    g_source = np.atleast_2d(np.asarray(g_source, dtype=float))
-    g_target = np.atleast_2d(np.asarray(g_target, dtype=float))
-    n_source = g_source.shape[0]
-    D = binary_distances(np.vstack([g_source, g_target]), check_distance(distance))
-    upper = np.triu_indices(D.shape[0], k=1)
-    threshold = D[upper].mean()
-    to_sources = D[n_source:, :n_source]
+    to_sources, threshold = g_set_distances(g_source, g_target, distance=distance)
     counts = (to_sources <= threshold).sum(axis=1)
     n_native = max(int(np.floor(counts.mean())), 1)
     return n_native, np.argsort(to_sources, axis=1, kind="stable")

@@ -1,11 +1,13 @@
 import os
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MIRROR = Path(os.environ["TAILOREDBENCH_DATA"])  # set by the top-level conftest.py
+#: The local data mirror, when $TAILOREDBENCH_DATA names one (optional: the loader can download).
+MIRROR = Path(os.environ["TAILOREDBENCH_DATA"]) if os.environ.get("TAILOREDBENCH_DATA") else None
 
 
 @pytest.fixture
@@ -27,3 +29,25 @@ def gsm8k():
     from tailoredbench import load_benchmark
 
     return load_benchmark("gsm8k")
+
+
+def image_cells(nb):
+    """Ids of the cells that show a figure."""
+    return [c.id for c in nb.cells if any("image/png" in o.get("data", {}) for o in c.get("outputs", []))]
+
+
+def check_clean(path, tmp_path):
+    """An executed notebook with no machine path, no warning and no error."""
+    text = path.read_text()
+    for machine in (str(ROOT), f'"{tmp_path}', f"'{tmp_path}", "site-packages", "/home/", "/root/"):
+        assert machine not in text, machine  # relative paths only
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            assert output["output_type"] != "error", cell.id
+            assert output.get("name") != "stderr", (cell.id, output.get("text"))
+            assert "Warning" not in output.get("text", ""), cell.id
+            data = output.get("data", {})
+            assert "image/png" in data or "<Figure" not in data.get("text/plain", ""), cell.id  # never a bare repr
+            assert output["output_type"] != "execute_result" or set(data) != {"text/plain"}, cell.id  # stray value
+    return nb

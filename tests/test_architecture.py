@@ -16,7 +16,7 @@ LAYERS = {
     "estimator": ["intervals", "estimator"],
     "reporting": ["tables", "figures", "provenance", "report"],
     "experiments": ["simulate", "studies", "workflow"],
-    "faces": ["notebook_studies", "notebooks", "cli", "__main__", "__init__"],
+    "faces": ["batch", "cli", "__main__", "__init__"],
 }
 RANK = {top: rank for rank, tops in enumerate(LAYERS.values()) for top in tops}
 

@@ -16,6 +16,7 @@ from tailoredbench.errors import DataError, TailoredBenchError
 GSM8K = ("marvelcell/TailoredBench", "BenchmarkDatasets/gsm8k/source_model_alldata_acc_0.npy")
 
 
+@pytest.mark.skipif(MIRROR is None, reason="no local mirror: $TAILOREDBENCH_DATA is not set")
 def test_registry_covers_the_mirror():
     entries = reg.registry()
     for line in (MIRROR / "SOURCES.tsv").read_text().splitlines()[1:]:
@@ -34,13 +35,19 @@ def test_gsm8k_is_the_papers_split(gsm8k):
     assert np.mean(is_source[0::2] == 0) > 0.85 and np.mean(is_source[1::2] == 1) > 0.85
 
 
+@pytest.fixture(scope="session")
+def pinned_gsm8k():
+    """The pinned GSM8K file, wherever the loader finds it (mirror, cache or download)."""
+    return reg.fetch(*GSM8K)
+
+
 @pytest.fixture
-def fake_mirror(tmp_path, monkeypatch):
+def fake_mirror(tmp_path, monkeypatch, pinned_gsm8k):
     """A private mirror holding one GSM8K file, and an empty cache."""
     repo, path = GSM8K
     target = tmp_path / "mirror" / repo / path
     target.parent.mkdir(parents=True)
-    shutil.copy(MIRROR / repo / path, target)
+    shutil.copy(pinned_gsm8k, target)
     monkeypatch.setenv("TAILOREDBENCH_DATA", str(tmp_path / "mirror"))
     monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(reg, "_verified", set())
@@ -60,19 +67,21 @@ def test_missing_file_without_download_is_an_error(fake_mirror):
 
 
 @pytest.fixture
-def mirror_server():
-    """Serve the local mirror over loopback, laid out like raw GitHub addresses."""
+def mirror_server(pinned_gsm8k):
+    """Serve the pinned GSM8K file over loopback, at its raw GitHub address."""
+    repo, path = GSM8K
 
     class Handler(http.server.SimpleHTTPRequestHandler):
-        def translate_path(self, path):
-            # /<owner>/<repo>/<commit>/<path> -> <mirror>/<owner>/<repo>/<path>
-            parts = path.lstrip("/").split("/")
-            return str(MIRROR.joinpath(*parts[:2], *parts[3:]))
+        def translate_path(self, url):
+            # /<owner>/<repo>/<commit>/<path> -> the pinned file, if it is that one
+            parts = url.lstrip("/").split("/")
+            wanted = "/".join(parts[:2]) == repo and "/".join(parts[3:]) == path
+            return str(pinned_gsm8k) if wanted else str(pinned_gsm8k.parent / "missing")
 
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(MIRROR)))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(pinned_gsm8k.parent)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"

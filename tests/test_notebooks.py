@@ -1,41 +1,95 @@
-"""Notebooks: generated from templates, and run by papermill with tiny parameters."""
+"""The notebooks: their shape, and runs through papermill with small parameters."""
 
+import ast
 import json
-import re
 
 import nbformat
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, check_clean, image_cells
 from tailoredbench import SPECS
-from tailoredbench.notebooks import BENCHMARK_NOTEBOOKS, REPRODUCE_ORDER, all_notebooks, reproduce
+from tailoredbench.batch import BENCHMARK_NOTEBOOKS, ORDER, QUICK, NotebookFailed, declared_parameters, reproduce
+from tailoredbench.cli import main
+from tailoredbench.errors import TailoredBenchError
+
+NOTEBOOKS = ROOT / "notebooks"
 
 
-@pytest.mark.parametrize("name", REPRODUCE_ORDER)
-def test_committed_notebook_is_the_template(name):
-    committed = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
-    assert committed == all_notebooks()[name], "run: python -m tailoredbench.notebooks"
-    tagged = [c for c in committed.cells if "parameters" in c.metadata.get("tags", [])]
+def read(name):
+    return nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+
+
+def parameters_cell(nb):
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1
-    # thin notebooks: the parameters cell holds literals only
-    for line in tagged[0].source.splitlines()[1:]:
-        assert re.fullmatch(r"\w+ = [\[\]{}'\"\w\s.,:/-]*", line), line
+    return tagged[0]
+
+
+def test_every_notebook_is_run_by_reproduce():
+    assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted(ORDER)
+
+
+@pytest.mark.parametrize("name", ORDER)
+def test_parameters_cell_holds_literals_only(name):
+    nb = read(name)
+    tree = ast.parse(parameters_cell(nb).source)
+    assert tree.body
+    for statement in tree.body:
+        assert isinstance(statement, ast.Assign) and len(statement.targets) == 1
+        ast.literal_eval(statement.value)  # raises on anything but a literal
+    assert "output_dir" in declared_parameters(name)
+    # no generated-notebook leftovers; outputs are never committed in the source notebooks
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+    assert "do not edit" not in json.dumps(nb)
+
+
+def test_benchmark_notebooks_share_code_parameters_and_layout_but_not_prose():
+    notebooks = {name: read(name) for name in BENCHMARK_NOTEBOOKS}
+    names = {name: list(declared_parameters(name)) for name in BENCHMARK_NOTEBOOKS}
+    first = BENCHMARK_NOTEBOOKS[0]
+    for name, nb in notebooks.items():
+        assert names[name] == names[first], name
+        code = [c.source for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])]
+        reference = notebooks[first]
+        assert code == [
+            c.source
+            for c in reference.cells
+            if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])
+        ], name
+        assert [c.cell_type for c in nb.cells] == [c.cell_type for c in reference.cells], name
+    intros = {nb.cells[0].source for nb in notebooks.values()}
+    endings = {nb.cells[-1].source for nb in notebooks.values()}
+    assert len(intros) == len(endings) == len(BENCHMARK_NOTEBOOKS)  # each has its own prose
 
 
 @pytest.mark.parametrize("name", list(BENCHMARK_NOTEBOOKS))
 def test_opening_text_states_the_real_counts(name):
-    spec = SPECS[name]
-    bench = spec.load(seed=0)
-    about = spec.about
-    assert f"{bench.n_items} " in about or f"{bench.n_items} items" in about
-    assert str(bench.source.n_models) in about and str(bench.target.n_models) in about
+    bench = SPECS[name].load(seed=0)
+    intro = read(name).cells[0].source
+    assert str(bench.n_items) in intro
+    assert f"{bench.source.n_models} source and {bench.target.n_models} target" in intro
+
+
+@pytest.mark.parametrize("name", ORDER)
+def test_quick_parameters_are_declared(name):
+    assert set(QUICK[name]) <= set(declared_parameters(name))
+
+
+def test_an_undeclared_parameter_is_refused_before_anything_runs(tmp_path):
+    with pytest.raises(TailoredBenchError, match="main_table has no parameter runs"):
+        reproduce(["main_table"], parameters={"runs": 5}, output_dir=tmp_path, log=lambda _: None)
+    assert not any(tmp_path.iterdir())
+    assert main(["reproduce", "--notebook", "main_table", "--runs", "5", "--output-dir", str(tmp_path)]) == 2
+    with pytest.raises(TailoredBenchError, match="no notebook named"):
+        reproduce(["nope"], output_dir=tmp_path, log=lambda _: None)
 
 
 @pytest.mark.notebook
-def test_benchmark_and_main_table_notebooks_smoke(tmp_path):
+def test_benchmark_and_main_table_notebooks_run_and_a_failed_rerun_changes_nothing(tmp_path):
     tiny = {"runs": 2, "budgets": [20, 30], "jobs": 1}
-    reproduce(["gsm8k"], parameters=tiny, reports_dir=tmp_path, log=lambda _: None)
-    reproduce(["pope"], parameters={**tiny, "runs": 1}, reports_dir=tmp_path, log=lambda _: None)
+    lines = []
+    reproduce(["gsm8k"], parameters=tiny, output_dir=tmp_path, log=lines.append)
+    assert any("code cells" in line and "elapsed" in line for line in lines)  # progress
     out = tmp_path / "gsm8k"
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["parameters"]["runs"] == 2
@@ -45,23 +99,32 @@ def test_benchmark_and_main_table_notebooks_smoke(tmp_path):
     assert set(m for m, _ in rows) == {"tailoredbench", "random", "anchor_points", "gp_irt", "random_regression"}
     assert 0.02 < rows[("tailoredbench", 30)]["mae"] < 0.045
     assert rows[("tailoredbench", 30)]["kendall_tau"] > 0.75
-    for name in (
-        "tables/summary.csv",
-        "tables/summary.md",
-        "tables/summary.tex",
-        "figures/budget_curves.png",
-        "figures/estimates.png",
-        "gsm8k.ipynb",
-    ):
+    for name in ("tables/summary.csv", "tables/summary.md", "tables/summary.tex", "figures/budget_curves.png"):
         assert (out / name).is_file(), name
-    assert "**" in (out / "tables" / "summary.md").read_text()  # best in bold
+    nb = check_clean(out / "gsm8k.ipynb", tmp_path)
+    assert len(image_cells(nb)) == 2  # budget curves and estimates, each shown once in its cell
+    assert sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", [])) == 2
+    assert "What these numbers say" in json.dumps(nb) and "lowest MAE" in json.dumps(nb)
+    injected = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
+    assert "partial" not in injected.source and "partial" not in json.dumps(nb.metadata)
+
+    # A rerun with other parameters into the same folder needs --force ...
+    with pytest.raises(TailoredBenchError, match="--force"):
+        reproduce(["gsm8k"], parameters={**tiny, "runs": 3}, output_dir=tmp_path, log=lambda _: None)
+    # ... and one that fails half-way leaves the previous report byte-identical.
+    before = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    with pytest.raises(NotebookFailed, match="is unchanged") as failed:
+        reproduce(["gsm8k"], parameters={**tiny, "budgets": [5]}, output_dir=tmp_path, force=True, log=lambda _: None)
+    assert {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
+    assert (tmp_path / ".gsm8k.failed" / "gsm8k.ipynb").is_file()
+    assert not (tmp_path / ".gsm8k.partial").exists()
+    assert "budget" in str(failed.value)
 
     reproduce(
-        ["main_table"],
-        parameters={"benchmarks": ["gsm8k", "pope"], "reports_dir": str(tmp_path)},
-        reports_dir=tmp_path,
-        log=lambda _: None,
+        ["main_table"], parameters={"benchmarks": ["gsm8k"]}, output_dir=tmp_path, force=True, log=lambda _: None
     )
+    main_nb = check_clean(tmp_path / "main_table" / "main_table.ipynb", tmp_path)
+    assert len(image_cells(main_nb)) == 1
     main = json.loads((tmp_path / "main_table" / "metrics.json").read_text())
     compared = {r["benchmark"]: r for r in main["paper_comparison"]}
     assert compared["gsm8k"]["paper TailoredBench"] == 0.033
@@ -70,12 +133,45 @@ def test_benchmark_and_main_table_notebooks_smoke(tmp_path):
 
 
 @pytest.mark.notebook
+def test_method_walkthrough_runs_the_four_steps_and_shows_a_figure_per_step(tmp_path):
+    reproduce(["method_walkthrough"], output_dir=tmp_path, log=lambda _: None)
+    out = tmp_path / "method_walkthrough"
+    nb = check_clean(out / "method_walkthrough.ipynb", tmp_path)
+    steps = {
+        "g_set": "tb.g_set(",
+        "native": "tb.native_sources(",
+        "n_set": "tb.n_set(",
+        "estimate": "calibrated_estimate(",
+    }
+    shown = set(image_cells(nb))
+    for step, call in steps.items():
+        cell = next(c for c in nb.cells if c.cell_type == "code" and call in c.source)
+        assert cell.id in shown, step
+    metrics = json.loads((out / "metrics.json").read_text())
+    rows = {r["what"]: r["accuracy"] for r in metrics["summary"]}
+    truth = rows["true accuracy (every item)"]
+    assert abs(rows["TailoredBench's calibrated estimate"] - truth) < 0.1
+    assert metrics["items_asked"] == 30 == len(metrics["g_set"]) + len(metrics["n_set"])
+    for figure in ("g_set", "native_sources", "probe", "calibration"):
+        assert (out / "figures" / f"{figure}.png").is_file()
+
+
+@pytest.mark.notebook
 def test_tutorial_runs_the_real_workflow(tmp_path):
-    reproduce(["tutorial_evaluate_your_model"], reports_dir=tmp_path, log=lambda _: None)
+    reproduce(["tutorial_evaluate_your_model"], output_dir=tmp_path, log=lambda _: None)
     out = tmp_path / "tutorial_evaluate_your_model"
+    nb = check_clean(out / "tutorial_evaluate_your_model.ipynb", tmp_path)
+    assert len(image_cells(nb)) == 4
     metrics = json.loads((out / "metrics.json").read_text())
     assert len(metrics["items_used"]) == metrics["budget"] == 30
     assert abs(metrics["estimate"] - metrics["true_accuracy"]) < 0.1
     for figure in ("g_set", "native_families", "clusters", "calibration"):
         assert (out / "figures" / f"{figure}.png").is_file()
-    assert (out / "plan" / "g_set.json").is_file() and (out / "plan" / "n_set.json").is_file()
+
+
+def test_reproduce_refuses_to_replace_a_report_with_other_parameters(tmp_path):
+    (tmp_path / "gsm8k").mkdir()
+    (tmp_path / "gsm8k" / "mine.txt").write_text("keep")
+    with pytest.raises(TailoredBenchError, match="--force"):
+        reproduce(["gsm8k"], parameters={"runs": 1}, output_dir=tmp_path, log=lambda _: None)
+    assert (tmp_path / "gsm8k" / "mine.txt").read_text() == "keep"

@@ -6,15 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import ROOT, synthetic_matrix
+from conftest import check_clean, image_cells, synthetic_matrix
 from tailoredbench import paper, studies, tailored
+from tailoredbench.batch import STUDY_NOTEBOOKS, reproduce
 from tailoredbench.datasets.benchmarks import Benchmark
 from tailoredbench.datasets.matrix import ResponseMatrix
 from tailoredbench.errors import TailoredBenchError
 from tailoredbench.methods import get_method
 from tailoredbench.methods.tailoredbench import probes
-from tailoredbench.notebook_studies import STUDIES
-from tailoredbench.notebooks import reproduce
 from tailoredbench.oracle import Oracle
 
 
@@ -129,19 +128,24 @@ SMOKE = {
 
 
 def test_every_study_has_a_smoke_setting():
-    assert set(SMOKE) == set(STUDIES)
+    assert set(SMOKE) == set(STUDY_NOTEBOOKS)
 
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", list(SMOKE))
 def test_study_notebook_smoke(name, tmp_path):
-    reproduce([name], parameters=SMOKE[name], reports_dir=tmp_path, log=lambda _: None)
+    reproduce([name], parameters=SMOKE[name], output_dir=tmp_path, log=lambda _: None)
     out = tmp_path / name
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["findings"] and all("paper" in line for line in metrics["findings"])
+    verdicts = [line for line in metrics["findings"] if "paper" in line]
     endings = ("Agrees with the paper.", "Agrees in part with the paper.", "Differs from the paper.")
-    assert all(line.endswith(endings) for line in metrics["findings"])
+    assert verdicts and all(line.endswith(endings) for line in verdicts)
+    # the other findings say where an average over benchmarks hides a reversal
+    others = [line for line in metrics["findings"] if line not in verdicts]
+    assert all("benchmark" in line for line in others)
     assert list((out / "figures").glob("*.png"))
+    nb = check_clean(out / f"{name}.ipynb", tmp_path)
+    assert len(image_cells(nb)) >= 1  # figures show in their cells
     assert list((out / "tables").glob("*.csv")) and list((out / "tables").glob("*.md"))
     for table in metrics["tables"].values():
         for row in table:
@@ -161,9 +165,9 @@ def test_beyond_notebook_smoke(tmp_path):
         "split_runs": 1,
         "random_splits": 0,
         "jobs": 1,
-        "reports_dir": str(ROOT / "reports"),
+        "reports_dir": "../reports",  # the committed reports, from notebooks/
     }
-    reproduce(["beyond"], parameters=params, reports_dir=tmp_path, log=lambda _: None)
+    reproduce(["beyond"], parameters=params, output_dir=tmp_path, log=lambda _: None)
     metrics = json.loads((tmp_path / "beyond" / "metrics.json").read_text())
     ablation = {row["method"]: row for row in metrics["tables"]["ablation"]}
     assert ablation["tailored_plus[calibrated]"]["role"] == "faithful TailoredBench"
@@ -183,3 +187,4 @@ def test_beyond_notebook_smoke(tmp_path):
     assert "split otherwise" in metrics["findings"][-1]
     assert "coverage" in metrics["findings"][0] or "cover" in metrics["findings"][0]
     assert (tmp_path / "beyond" / "figures" / "beyond.png").is_file()
+    assert len(image_cells(check_clean(tmp_path / "beyond" / "beyond.ipynb", tmp_path))) == 1

@@ -90,6 +90,17 @@ def lookup(repo: str, path: str) -> DataFile:
         raise DataError(f"{repo}/{path} is not in the data registry") from None
 
 
+def pin_data_dir() -> None:
+    """Make a relative ``$TAILOREDBENCH_DATA`` absolute, from the folder the command started in.
+
+    Called once where a command starts, so that kernels and workers started elsewhere
+    (papermill runs notebooks in ``notebooks/``) read the same mirror.
+    """
+    mirror = os.environ.get("TAILOREDBENCH_DATA")
+    if mirror:
+        os.environ["TAILOREDBENCH_DATA"] = str(Path(mirror).resolve())
+
+
 def cache_dir() -> Path:
     """The user cache: ``$TAILOREDBENCH_CACHE`` or the platform's cache folder."""
     env = os.environ.get("TAILOREDBENCH_CACHE")

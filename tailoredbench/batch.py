@@ -1,0 +1,295 @@
+"""Run the notebooks in batch with papermill, without ever leaving a half-written report.
+
+The notebooks in ``notebooks/`` are the source of every report; :func:`reproduce` executes
+them. Each notebook runs into a staging folder beside its report folder; only when every
+cell has succeeded does the staging folder replace ``<output_dir>/<name>/`` (two renames).
+A failing cell or Ctrl-C leaves the previous report byte-identical, keeps the failed run in
+``<output_dir>/.<name>.failed/`` for inspection, and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from .datasets.benchmarks import PAPER_BENCHMARKS
+from .datasets.files import pin_data_dir
+from .errors import TailoredBenchError
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+REPORTS = ROOT / "reports"
+#: Where ``--quick`` runs go unless told otherwise: a scratch folder, ignored by git.
+QUICK_REPORTS = ROOT / "reports-quick"
+
+#: The benchmark notebooks, in the paper's order; they share their code cells and parameters.
+BENCHMARK_NOTEBOOKS = PAPER_BENCHMARKS
+STUDY_NOTEBOOKS = (
+    "study_distance",
+    "study_calibration",
+    "study_g_size",
+    "study_budget_scaling",
+    "study_native_sources",
+    "study_families",
+    "study_embedding",
+)
+#: Every notebook, in the order ``reproduce`` runs them (main_table and beyond read the benchmark reports).
+ORDER = (
+    *BENCHMARK_NOTEBOOKS,
+    "main_table",
+    "method_walkthrough",
+    "tutorial_evaluate_your_model",
+    "beyond",
+    *STUDY_NOTEBOOKS,
+)
+
+_BENCHMARK_QUICK = {"runs": 2, "jobs": 2}
+_STUDY_QUICK = {"benchmarks": ["gsm8k"], "runs": 2}
+#: ``--quick``: small parameters that run every notebook in a few minutes, for students and smoke tests.
+QUICK = {
+    **{name: _BENCHMARK_QUICK for name in BENCHMARK_NOTEBOOKS},
+    "gsm8k": {**_BENCHMARK_QUICK, "methods": ["tailoredbench", "random", "anchor_points", "random_regression"]},
+    "main_table": {},
+    "method_walkthrough": {},
+    "tutorial_evaluate_your_model": {},
+    "beyond": {
+        "benchmarks": ["gsm8k"],
+        "variants": ["calibrated", "stacked"],
+        "runs": 2,
+        "selection_runs": 2,
+        "split_runs": 2,
+        "random_splits": 1,
+    },
+    "study_distance": {**_STUDY_QUICK, "distances": ["cosine", "manhattan"]},
+    "study_calibration": _STUDY_QUICK,
+    "study_g_size": {**_STUDY_QUICK, "g_sizes": [5, 10]},
+    "study_budget_scaling": {
+        "benchmarks": ["gsm8k"],
+        "methods": ["tailoredbench", "random"],
+        "budgets": [50, 100],
+        "runs": 2,
+    },
+    "study_native_sources": {**_STUDY_QUICK, "fractions": [0.2, 1.0], "counts": [10, 40]},
+    "study_families": {"benchmarks": ["arc_challenge"], "runs": 2},
+    "study_embedding": {"benchmarks": ["gsm8k"], "embedding": "pca"},
+}
+
+
+class NotebookFailed(TailoredBenchError):
+    """A notebook stopped before its last cell; its previous report is untouched."""
+
+
+def declared_parameters(name: str, notebooks_dir: Path = NOTEBOOKS) -> dict:
+    """The parameters a notebook declares in its ``parameters`` cell, with their defaults."""
+    import papermill as pm
+
+    path = Path(notebooks_dir) / f"{name}.ipynb"
+    if not path.is_file():
+        raise TailoredBenchError(f"no notebook named {name!r} in {notebooks_dir}; notebooks: {', '.join(ORDER)}")
+    return {key: p["default"] for key, p in pm.inspect_notebook(str(path)).items()}
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+class _Progress:
+    """One line per executed code cell: cells done, time elapsed, an estimate of what is left.
+
+    The estimate scales the previous run's cell times (recorded by papermill in the report's
+    notebook) by how fast this run has gone so far; without a previous run, by cells.
+    """
+
+    def __init__(self, name: str, nb, previous: Path, log):
+        self.name, self.log = name, log
+        self.code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+        self.before = self._previous_durations(previous, len(nb.cells))
+        self.start = time.perf_counter()
+        self.done = 0
+
+    @staticmethod
+    def _previous_durations(path: Path, n_cells: int):
+        import nbformat
+
+        if not path.is_file():
+            return None
+        try:
+            old = nbformat.read(path, as_version=4)
+            durations = [float(c.metadata.get("papermill", {}).get("duration") or 0.0) for c in old.cells]
+        except (OSError, ValueError, TypeError):
+            return None
+        return durations if len(durations) == n_cells + 1 else None  # + the injected parameters cell
+
+    def __call__(self, cell=None, cell_index=None, **_):
+        if cell is None or cell.cell_type != "code" or "injected-parameters" in cell.metadata.get("tags", []):
+            return
+        self.done += 1
+        elapsed = time.perf_counter() - self.start
+        left_cells = len(self.code) - self.done
+        if self.before is not None and cell_index is not None:
+            spent = sum(self.before[: cell_index + 1])
+            rest = sum(self.before[cell_index + 1 :])
+            left = max(rest * (elapsed / spent), 0.0) if spent > 0 else 0.0
+        else:
+            left = elapsed / self.done * left_cells
+        tail = f", about {_clock(left)} left" if left_cells else ""
+        self.log(f"{self.name}: {self.done}/{len(self.code)} code cells, {_clock(elapsed)} elapsed{tail}")
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would type it: relative to the working folder when inside it."""
+    relative = os.path.relpath(Path(path).resolve())
+    return str(path) if relative.startswith("..") else relative
+
+
+def _relative(path: Path, start: Path) -> str:
+    return os.path.relpath(Path(path).resolve(), Path(start).resolve())
+
+
+def _clean(output: Path, *, stage_rel: str, final_rel: str, input_rel: str, output_rel: str) -> None:
+    """Make the executed notebook say where its files now are, with no machine path."""
+    import nbformat
+
+    nb = nbformat.read(output, as_version=4)
+    meta = nb.metadata.get("papermill", {})
+    meta["input_path"], meta["output_path"] = input_rel, output_rel
+    for key, value in meta.get("parameters", {}).items():
+        if value == stage_rel:
+            meta["parameters"][key] = final_rel
+    for cell in nb.cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell.source = cell.source.replace(repr(stage_rel), repr(final_rel)).replace(
+                f'"{stage_rel}"', f'"{final_rel}"'
+            )
+    nbformat.write(nb, output)
+
+
+def _check_parameters(names, parameters: dict, declared: dict, only_declared: bool) -> dict:
+    """Each notebook's overrides; a parameter that a notebook does not declare is an error."""
+    chosen = {}
+    for name in names:
+        unknown = sorted(set(parameters) - set(declared[name]))
+        if unknown and not only_declared:
+            raise TailoredBenchError(
+                f"notebook {name} has no parameter {', '.join(unknown)}; its parameters: {', '.join(declared[name])}"
+            )
+        chosen[name] = {k: v for k, v in parameters.items() if k in declared[name]}
+    nowhere = sorted(k for k in parameters if not any(k in declared[n] for n in names))
+    if nowhere:
+        raise TailoredBenchError(f"no notebook chosen declares {', '.join(nowhere)}")
+    return chosen
+
+
+def reproduce(
+    names=None,
+    *,
+    parameters: dict | None = None,
+    output_dir: str | Path | None = None,
+    quick: bool = False,
+    force: bool = False,
+    only_declared: bool = False,
+    notebooks_dir: str | Path = NOTEBOOKS,
+    log=print,
+) -> list[Path]:
+    """Execute notebooks with papermill; each writes ``<output_dir>/<name>/``.
+
+    Parameters
+    ----------
+    names : list of str, optional
+        Notebook names (without ``.ipynb``); every notebook of :data:`ORDER` by default.
+    parameters : dict, optional
+        Values for the notebooks' ``parameters`` cells. A parameter a chosen notebook does
+        not declare is an error (with ``only_declared``, it is passed only where declared).
+    output_dir : path, optional
+        Where the reports go: ``reports/`` by default, ``reports-quick/`` with ``quick``.
+    quick : bool
+        Run with :data:`QUICK`'s small parameters (a few minutes for every notebook).
+    force : bool
+        Allow replacing an existing report made with other parameters; ``reports/``
+        itself, run with the notebooks' own parameters, is always regenerated.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The executed notebooks.
+
+    Raises
+    ------
+    NotebookFailed
+        A cell failed (or the run was interrupted); that notebook's previous report is left
+        as it was, and no later notebook runs.
+    """
+    import nbformat
+    import papermill as pm
+
+    pin_data_dir()  # a relative $TAILOREDBENCH_DATA means from here, not from notebooks/
+    notebooks_dir = Path(notebooks_dir)
+    names = list(names or ORDER)
+    declared = {name: declared_parameters(name, notebooks_dir) for name in names}
+    parameters = dict(parameters or {})
+    chosen = _check_parameters(names, parameters, declared, only_declared)
+    if quick:
+        chosen = {name: {**QUICK.get(name, {}), **chosen[name]} for name in names}
+    root = Path(output_dir) if output_dir is not None else (QUICK_REPORTS if quick else REPORTS)
+    own = root.resolve() in (REPORTS.resolve(), QUICK_REPORTS.resolve()) and not parameters
+    # Check every destination before computing anything.
+    for name in names:
+        final = root / name
+        if final.exists() and any(final.iterdir()) and not (own or force):
+            raise TailoredBenchError(
+                f"{final} exists and this run's parameters differ from the report's; "
+                "name another folder with --output-dir, or add --force to replace it"
+            )
+    root.mkdir(parents=True, exist_ok=True)
+    outputs, began = [], time.perf_counter()
+    for number, name in enumerate(names, 1):
+        final, stage, failed = root / name, root / f".{name}.partial", root / f".{name}.failed"
+        shutil.rmtree(stage, ignore_errors=True)  # what an earlier interrupted run left
+        stage.mkdir()
+        stage_rel, final_rel = _relative(stage, notebooks_dir), _relative(final, notebooks_dir)
+        values = dict(chosen[name])
+        values["output_dir"] = stage_rel
+        if "reports_dir" in declared[name] and "reports_dir" not in values:
+            values["reports_dir"] = _relative(root, notebooks_dir)  # read the reports this run writes
+        source = notebooks_dir / f"{name}.ipynb"
+        output = stage / f"{name}.ipynb"
+        log(f"{name} ({number}/{len(names)}): running into {_shown(final)}")
+        progress = _Progress(name, nbformat.read(source, as_version=4), final / f"{name}.ipynb", log)
+        try:
+            pm.execute_notebook(
+                str(source),
+                str(output),
+                parameters=values,
+                cwd=str(notebooks_dir),
+                progress_bar=False,
+                kernel_name="python3",
+                on_cell_executed=progress,
+            )
+        except (Exception, KeyboardInterrupt) as err:
+            shutil.rmtree(failed, ignore_errors=True)
+            stage.rename(failed)
+            kept = f"{_shown(final)} is unchanged" if final.exists() else f"{_shown(final)} was not written"
+            reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+            raise NotebookFailed(f"{name} failed ({reason}); {kept}; the failed run is in {_shown(failed)}") from None
+        _clean(  # papermill's record of paths, relative to the project
+            output,
+            stage_rel=stage_rel,
+            final_rel=final_rel,
+            input_rel=_relative(source, ROOT),
+            output_rel=_relative(final / f"{name}.ipynb", ROOT),
+        )
+        old = root / f".{name}.old"
+        shutil.rmtree(old, ignore_errors=True)
+        if final.exists():
+            final.rename(old)
+        stage.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(failed, ignore_errors=True)
+        log(f"{name}: done in {_clock(time.perf_counter() - progress.start)} -> {_shown(final)}")
+        outputs.append(final / f"{name}.ipynb")
+    log(f"{len(names)} notebook(s) in {_clock(time.perf_counter() - began)}")
+    return outputs
+
