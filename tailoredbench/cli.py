@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
+from . import atomic
 from .batch import NotebookFailed, reproduce
 from .datasets import load_benchmark, load_matrix, split_models
 from .datasets.benchmarks import BENCHMARKS, Benchmark
@@ -20,22 +23,38 @@ from .simulate import simulate
 from .workflow import G_SET, N_SET, estimate, plan_g_set, plan_n_set
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
+def _at_least(lowest: int, words: str):
+    """An argparse type: an integer of at least ``lowest``."""
+
+    def check(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < lowest:
+            raise argparse.ArgumentTypeError(f"must be {words}: {value}")
+        return value
+
+    return check
+
+
+_positive_int = _at_least(1, "at least 1")
+_seed = _at_least(0, "0 or more")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the package's one-line errors (exit code 2) instead of a usage block."""
+
+    def error(self, message):
+        self.exit(2, f"tailoredbench: error: {message}\n")
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tailoredbench",
         description="Estimate full-benchmark accuracy from a few items (TailoredBench, ACL 2025).",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     sim = sub.add_parser("simulate", help="repeat methods over runs on a benchmark or your own matrix")
     data = sim.add_mutually_exclusive_group(required=True)
@@ -48,7 +67,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--g-size", type=_positive_int, default=10)
     sim.add_argument("--distance", default="manhattan", help=f"one of: {', '.join(DISTANCES)}")
     sim.add_argument("--runs", type=_positive_int, default=20)
-    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--seed", type=_seed, default=0)
     sim.add_argument("--jobs", type=_positive_int, default=1)
     sim.add_argument(
         "--interval", type=float, default=0.9, help="level of each estimate's interval, calibrated on source models"
@@ -56,6 +75,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--no-interval", action="store_true", help="skip the intervals (saves one pass per method)")
     sim.add_argument("--variant", help="tailored_plus variant (default: stacked, i.e. TailoredBench+)")
     sim.add_argument("--tidy", help="also write the tidy per-target results (with intervals) to this CSV file")
+    sim.add_argument("--force", action="store_true", help="replace an existing --tidy file")
     sim.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     plan = sub.add_parser(
@@ -69,15 +89,16 @@ def _build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--metric", help="per-sample metric to read (default per task, e.g. acc_norm for arc_challenge)")
     plan.add_argument("--g-size", type=_positive_int, default=10)
     plan.add_argument("--distance", default="manhattan")
-    plan.add_argument("--seed", type=int)
+    plan.add_argument("--seed", type=_seed)
     plan.add_argument("--out", help="step 1: plan folder to write")
     plan.add_argument("--samples", nargs="+", help="step 2: lm-eval samples_<task>_*.jsonl files")
     plan.add_argument("--budget", type=_positive_int, help="step 2: items in all, G-set included")
+    plan.add_argument("--force", action="store_true", help="replace a plan (or an N-set) already in the folder")
 
     est = sub.add_parser("estimate", help="estimate a new model's accuracy from its samples on the planned items")
     est.add_argument("--state", required=True, help="the plan folder")
     est.add_argument("--samples", nargs="+", required=True, action="extend", help="lm-eval samples files")
-    est.add_argument("--seed", type=int, help="refuse a plan made with another seed")
+    est.add_argument("--seed", type=_seed, help="refuse a plan made with another seed")
     est.add_argument("--json", action="store_true")
 
     rep = sub.add_parser("reproduce", help="execute notebooks with papermill into reports/")
@@ -89,8 +110,29 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_output(path: str | None, force: bool) -> None:
+    """An output file's folder exists and the file is not there already (unless ``force``): before any work."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise TailoredBenchError(f"{target}: a folder; give a file name")
+    if target.exists() and not force:
+        raise TailoredBenchError(f"{target}: exists; add --force to replace it")
+    if not target.parent.is_dir():
+        raise TailoredBenchError(f"{target.parent}: no such folder")
+    if not os.access(target.parent, os.W_OK):
+        raise TailoredBenchError(f"{target.parent}: not writable")
+
+
 def _simulate(args) -> int:
     check_distance(args.distance)
+    _check_output(args.tidy, args.force)
+    repeated = sorted({b for b in args.budget if args.budget.count(b) > 1})
+    if repeated:
+        raise TailoredBenchError(f"budget {repeated[0]} is given twice")
+    if args.variant and "tailored_plus" not in args.method:
+        raise TailoredBenchError("--variant applies to tailored_plus only, which is not among the methods")
     if args.benchmark:
         bench = load_benchmark(args.benchmark, max_models=args.max_models, seed=args.seed)
     else:
@@ -112,7 +154,7 @@ def _simulate(args) -> int:
         progress=sys.stderr.isatty(),
     )
     if args.tidy:
-        sim.results.to_csv(args.tidy, index=False)
+        atomic.write_text(args.tidy, sim.results.to_csv(index=False))
     records = []
     for _, row in sim.summary.iterrows():
         records.append(
@@ -164,6 +206,7 @@ def _plan(args) -> int:
             g_size=args.g_size,
             seed=args.seed or 0,
             distance=args.distance,
+            force=args.force,
         )
         print(f"wrote {args.out}/{G_SET}: {len(state['g_set_doc_ids'])} items of task {state['task']} (the G-set)")
         print(
@@ -173,7 +216,7 @@ def _plan(args) -> int:
         return 0
     if not args.samples or not args.budget:
         raise TailoredBenchError("plan --state needs --samples FILE... and --budget N")
-    state = plan_n_set(args.state, args.samples, args.budget, seed=args.seed)
+    state = plan_n_set(args.state, args.samples, args.budget, seed=args.seed, force=args.force)
     print(
         f"wrote {args.state}/{N_SET}: the N-set, {len(state['n_set_doc_ids'])} more items "
         f"({len(state['native_sources'])} native source models)"
@@ -215,11 +258,19 @@ def _reproduce(args) -> int:
 def main(argv=None) -> int:
     """Entry point of the ``tailoredbench`` command."""
     parser = _build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help, or a one-line usage error (code 2)
+        return stop.code if isinstance(stop.code, int) else 2
     pin_data_dir()
     try:
         command = {"simulate": _simulate, "plan": _plan, "estimate": _estimate, "reproduce": _reproduce}
         return command[args.command](args)
+    except BrokenPipeError:
+        # the reader went away (``| head``): stop quietly, as other command-line tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except TailoredBenchError as err:
         print(f"tailoredbench: error: {err}", file=sys.stderr)
         return 2

@@ -7,3 +7,7 @@ class TailoredBenchError(ValueError):
 
 class DataError(TailoredBenchError):
     """A data file is missing, corrupt (hash mismatch) or malformed."""
+
+
+class CacheWarning(UserWarning):
+    """A damaged cache entry was found, removed and is being rebuilt."""

@@ -44,6 +44,9 @@ class TailoredBench:
     Attributes
     ----------
     source_ : ndarray of shape (n_sources, n_items)
+    items_ : tuple
+        The item ids (a :class:`ResponseMatrix`'s, else 0..n_items-1): a pandas Series of
+        results is read by these labels.
     g_set_ : ndarray of int
         The G-set.
     key_ : tuple of int
@@ -88,11 +91,13 @@ class TailoredBench:
         check_distance(self.distance)
         if self.estimator not in ESTIMATORS:
             raise TailoredBenchError(f"unknown estimator {self.estimator!r}; choose calibrated or plus")
+        items = tuple(getattr(source, "items", ()))
         source = validate_binary(getattr(source, "values", source), "source models")
         if source.shape[0] < 2:
             raise TailoredBenchError("at least 2 source models are needed")
         self.key_ = rng.as_key(self.random_state)
         self.source_ = source
+        self.items_ = items or tuple(range(source.shape[1]))
         self.g_set_ = g_set(source, self.g_size, distance=self.distance, random_state=rng.stream(self.key_, rng.G_SET))
         # Functions of the sources alone, computed on first use per budget (and level), never per model.
         # (computing one twice, e.g. from two threads, gives the same value: no lock is needed)
@@ -115,26 +120,46 @@ class TailoredBench:
         simulation can be replayed exactly.
         """
         self._fitted()
-        g_results = np.asarray(g_results, dtype=float).reshape(1, -1)
-        if g_results.shape[1] != len(self.g_set_):
-            raise TailoredBenchError(f"expected {len(self.g_set_)} G-set results, got {g_results.shape[1]}")
+        g_results = self._answers(g_results, self.g_set_, "G-set").reshape(1, -1)
         check_budget(budget, len(self.g_set_), self.source_.shape[1])
         _, neighbours = native_sources(self.source_[:, self.g_set_], g_results, distance=self.distance)
         gen = rng.stream(self.key_, rng.N_SET, target_index, budget)
         return n_set(self.source_, neighbours[0], self.g_set_, budget, distance=self.distance, random_state=gen)
 
+    def _answers(self, values, items, what: str) -> np.ndarray:
+        """A model's 0/1 results on ``items`` (positions): an array in that order, or a pandas
+        Series indexed by item id (read by label, in any order)."""
+        items = np.asarray(items)
+        if hasattr(values, "index") and hasattr(values, "reindex"):  # pandas: align by item id, never by position
+            ids = [self.items_[i] for i in items]
+            if not values.index.is_unique:
+                raise TailoredBenchError(f"the {what} results repeat an item id")
+            missing = [i for i in ids if i not in values.index]
+            if missing:
+                raise TailoredBenchError(f"the {what} results lack item {missing[0]!r} (of {len(ids)})")
+            values = values.reindex(ids).to_numpy()
+        try:
+            array = np.asarray(values, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise TailoredBenchError(f"the {what} results are not numbers") from None
+        if len(array) != len(items):
+            raise TailoredBenchError(f"expected {len(items)} {what} results, got {len(array)}")
+        bad = ~np.isin(array, (0.0, 1.0))
+        if bad.any():
+            raise TailoredBenchError(f"{what} result {array[bad][0]!r} at position {int(np.argmax(bad))} is not 0/1")
+        return array
+
     def _results(self, probe: Probe, results) -> np.ndarray:
         self._fitted()
-        results = np.asarray(results, dtype=float).reshape(-1)
-        if len(results) != probe.budget:
-            raise TailoredBenchError(f"expected {probe.budget} results (on probe.items), got {len(results)}")
         if not np.array_equal(probe.g_set, self.g_set_):
             raise TailoredBenchError("this probe was planned by an estimator with another G-set")
-        return results
+        return self._answers(results, probe.items, "probe")
 
     def estimate(self, probe: Probe, results) -> float:
         """The estimated full-benchmark accuracy from the model's ``results`` on ``probe.items``."""
         y = self._results(probe, results)
+        if len(np.unique(probe.items)) == self.source_.shape[1]:  # every item asked: nothing left to estimate
+            return float(y.mean())
         native_mean = self.source_[probe.native_sources].mean(axis=0)
         if self.estimator == "calibrated":
             return calibrated_estimate(native_mean, probe, y)
@@ -156,6 +181,8 @@ class TailoredBench:
         (:mod:`tailoredbench.conformal`).
         """
         value = self.estimate(probe, results)
+        if len(np.unique(probe.items)) == self.source_.shape[1]:
+            return value, value
         method = "tailored_plus" if self.estimator == "plus" else "tailoredbench"
 
         def calibrate():
@@ -165,7 +192,7 @@ class TailoredBench:
             return scales(method, self.source_, [probe.budget], level, seed=self.key_[0], **options)[probe.budget]
 
         q = self._source_fit(("interval", probe.budget, level), calibrate)
-        unlike = unlikeness(self.source_, probe.items, np.asarray(results, dtype=float))
+        unlike = unlikeness(self.source_, probe.items, self._results(probe, results))
         hardness = difficulty(value, unlike, probe.budget)
         low, high = interval(value, q * hardness)
         return float(low), float(high)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import atomic
 from ._version import __version__
 from .errors import TailoredBenchError
 
@@ -72,7 +73,7 @@ def write_metrics(path: str | Path, *, parameters: dict, benchmark: dict, summar
         "summary": json.loads(summary.to_json(orient="records")),
         **extra,
     }
-    Path(path).write_text(json.dumps(record, indent=2, default=jsonable) + "\n")
+    atomic.write_text(path, json.dumps(record, indent=2, default=jsonable) + "\n")
     return record
 
 

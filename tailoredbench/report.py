@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import atomic
 from .methods import get_method
 from .metrics import per_run_metrics
 from .provenance import code_is_current, file_at, git_commit, jsonable, write_metrics
@@ -25,7 +26,8 @@ def write_report(sim, directory: str | Path, **extra) -> dict:
     directory = Path(directory)
     (directory / "figures").mkdir(parents=True, exist_ok=True)
     write_tables(sim.summary, directory / "tables")
-    per_run_metrics(sim.results).to_csv(directory / "tables" / "per_run.csv", index=False, float_format="%.6g")
+    per_run = per_run_metrics(sim.results).to_csv(index=False, float_format="%.6g")
+    atomic.write_text(directory / "tables" / "per_run.csv", per_run)
     return write_metrics(
         directory / "metrics.json",
         parameters=sim.settings,
@@ -194,5 +196,5 @@ def write_study(directory, tables: Mapping[str, pd.DataFrame], *, parameters: di
         "tables": {name: json.loads(t.to_json(orient="records")) for name, t in tables.items()},
         **extra,
     }
-    (directory / "metrics.json").write_text(json.dumps(record, indent=2, default=jsonable) + "\n")
+    atomic.write_text(directory / "metrics.json", json.dumps(record, indent=2, default=jsonable) + "\n")
     return record

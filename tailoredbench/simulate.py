@@ -16,7 +16,7 @@ from .datasets.benchmarks import Benchmark, load_benchmark
 from .datasets.matrix import ResponseMatrix
 from .errors import TailoredBenchError
 from .intervals import pseudo_targets, revealed_unlikeness
-from .methods import Method, get_method, name_options, split_name
+from .methods import METHODS, Method, get_method, name_options, split_name
 from .metrics import summarize
 from .oracle import Oracle
 
@@ -62,6 +62,23 @@ def _as_benchmark(benchmark) -> Benchmark:
         source, target = (m if isinstance(m, ResponseMatrix) else ResponseMatrix(m) for m in benchmark)
         return Benchmark("custom", source, target, {"description": "user matrices"})
     raise TailoredBenchError("benchmark must be a name, a Benchmark or a (source, target) pair")
+
+
+#: joblib backends a simulation runs on (None: joblib's default, processes).
+BACKENDS = (None, "loky", "threading", "dask")
+
+
+def _integers(name: str, values: list) -> list[int]:
+    """``values`` as ints; a float with a fraction, a bool or a string is an error naming ``name``."""
+    out = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            if isinstance(value, float | np.floating) and float(value).is_integer():
+                value = int(value)
+            else:
+                raise TailoredBenchError(f"{name} must be integers, got {value!r}")
+        out.append(int(value))
+    return out
 
 
 def check_inputs(bench: Benchmark, budgets: Sequence[int], options: dict[str, dict]) -> None:
@@ -125,6 +142,14 @@ def _prepare(source, budgets, settings: dict[str, dict]) -> dict[str, dict]:
     return prepared
 
 
+def _exact_where_all_seen(estimates, oracle: Oracle) -> np.ndarray:
+    """A target whose every item was asked gets its accuracy on them, whatever the method would say."""
+    estimates = np.array(estimates, dtype=float)
+    for t in np.flatnonzero(oracle.spent() == oracle.n_items):
+        estimates[t] = oracle.revealed(t)[1].mean()
+    return estimates
+
+
 def _one_run(run, settings, prepared, source, target, budgets, seed, with_difficulty=False):
     rows, seconds, hardness = {}, {}, {}
     passes: list[tuple[list[str], dict]] = []  # (method names, the oracles they asked through)
@@ -139,7 +164,7 @@ def _one_run(run, settings, prepared, source, target, budgets, seed, with_diffic
                 prepared[base], source, oracles, (seed, run), variants, **_shared(settings[names[0]])
             )
             for name, variant in zip(names, variants, strict=True):
-                rows[name] = np.vstack([out[variant][b] for b in budgets])
+                rows[name] = np.vstack([_exact_where_all_seen(out[variant][b], oracles[b]) for b in budgets])
                 seconds[name] = (time.perf_counter() - start) / len(names)
             passes.append((names, oracles))
             continue
@@ -148,7 +173,7 @@ def _one_run(run, settings, prepared, source, target, budgets, seed, with_diffic
             oracles = {b: Oracle(target, budget=b) for b in budgets}
             estimates = impl.run(prepared[base], source, oracles, (seed, run), **settings[name])
             seconds[name] = time.perf_counter() - start
-            rows[name] = np.vstack([estimates[b] for b in budgets])
+            rows[name] = np.vstack([_exact_where_all_seen(estimates[b], oracles[b]) for b in budgets])
             passes.append(([name], oracles))
     if with_difficulty:  # what each target's interval scales with (tailoredbench.intervals)
         for names, oracles in passes:
@@ -219,10 +244,28 @@ def simulate(
     ['budget', 'kendall_tau', 'kendall_tau_se']
     """
     bench = _as_benchmark(benchmark)
-    methods = list(methods)
-    budgets = sorted(int(b) for b in budgets)
+    methods = [methods] if isinstance(methods, str) else list(methods)
+    if not methods:
+        raise TailoredBenchError("no method given; choose from: " + ", ".join(METHODS))
+    if len(set(methods)) != len(methods):
+        raise TailoredBenchError("a method is given twice")
+    budgets = _integers("budgets", [budgets] if np.isscalar(budgets) else list(budgets))
+    if not budgets:
+        raise TailoredBenchError("no budget given")
+    if len(set(budgets)) != len(budgets):
+        raise TailoredBenchError(f"budget {next(b for b in budgets if budgets.count(b) > 1)} is given twice")
+    budgets = sorted(budgets)
+    (runs,) = _integers("runs", [runs])
+    (n_jobs,) = _integers("n_jobs", [n_jobs])
+    (seed,) = _integers("seed", [seed])
     if runs < 1:
         raise TailoredBenchError(f"runs must be at least 1, got {runs}")
+    if n_jobs == 0 or n_jobs < -1:
+        raise TailoredBenchError(f"n_jobs must be at least 1 (or -1 for every core), got {n_jobs}")
+    if seed < 0:
+        raise TailoredBenchError(f"seed must be 0 or more, got {seed}")
+    if backend not in BACKENDS:
+        raise TailoredBenchError(f"unknown backend {backend!r}; choose from: {', '.join(map(str, BACKENDS))}")
     settings_of = method_settings(methods, {"g_size": g_size, "distance": distance}, method_options)
     check_inputs(bench, budgets, settings_of)
     if interval is not None:

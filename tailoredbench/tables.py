@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import atomic
+
 #: For each metric, whether larger is better (used to put the best value in bold).
 METRICS = {"mae": False, "kendall_tau": True}
 
@@ -15,8 +17,8 @@ def write_table(table: pd.DataFrame, directory: str | Path, name: str) -> None:
     """Write ``<name>.csv`` (6 significant digits) and ``<name>.md`` (4 decimals) of a table as it is."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    table.to_csv(directory / f"{name}.csv", index=False, float_format="%.6g")
-    (directory / f"{name}.md").write_text(table.to_markdown(index=False, floatfmt=".4f") + "\n")
+    atomic.write_text(directory / f"{name}.csv", table.to_csv(index=False, float_format="%.6g"))
+    atomic.write_text(directory / f"{name}.md", table.to_markdown(index=False, floatfmt=".4f") + "\n")
 
 
 def best_mask(summary: pd.DataFrame, keys=("budget",)) -> pd.Series:
@@ -52,9 +54,10 @@ def write_tables(summary: pd.DataFrame, directory: str | Path, name: str = "summ
     directory.mkdir(parents=True, exist_ok=True)
     summary = summary.sort_values([*keys, "method"], kind="stable").reset_index(drop=True)
     paths = [directory / f"{name}.csv", directory / f"{name}.md", directory / f"{name}.tex"]
-    summary.to_csv(paths[0], index=False, float_format="%.6g")
-    paths[1].write_text(formatted(summary, "markdown", keys).to_markdown(index=False) + "\n")
-    paths[2].write_text(
+    atomic.write_text(paths[0], summary.to_csv(index=False, float_format="%.6g"))
+    atomic.write_text(paths[1], formatted(summary, "markdown", keys).to_markdown(index=False) + "\n")
+    atomic.write_text(
+        paths[2],
         formatted(summary, "latex", keys).to_latex(index=False, escape=False, column_format="l" * (len(keys) + 3))
     )
     return paths

@@ -293,6 +293,8 @@ def uncalibrated_estimate(probe: Probe, results: np.ndarray) -> float:
 
 
 def check_budget(budget: int, g_size: int, n_items: int) -> None:
+    if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
+        raise TailoredBenchError(f"budget must be an integer, got {budget!r}")
     if budget <= g_size:
         raise TailoredBenchError(f"budget {budget} must exceed the G-set size {g_size}")
     if budget > n_items:

@@ -11,35 +11,95 @@ Three steps around two lm-eval runs, each leaving files in a plan folder:
 Every step refits from the pinned data with the stored seed, so the state stays small
 and a step run twice gives the same answer; run ``r`` of a simulation with seed ``s``
 is replayed by seed ``s`` here when ``r`` is 0.
+
+``state.json`` is checked before it is used: its format, its keys and their types, a
+sha256 over its contents (an edited, truncated or foreign state is refused) and the
+hashes of the pinned data files it was planned on. The samples of one plan must come
+from one model. Files are written atomically, and a plan folder in use is not
+overwritten without ``force``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import numpy as np
 
+from . import atomic
 from ._version import __version__
 from .datasets import load_benchmark
-from .datasets.lm_eval import DEFAULT_METRIC, read_samples, samples_argument
+from .datasets.benchmarks import BENCHMARKS
+from .datasets.lm_eval import DEFAULT_METRIC, model_of, read_samples, samples_argument
 from .errors import TailoredBenchError
 from .estimator import TailoredBench
 
 STATE, G_SET, N_SET = "state.json", "g_set.json", "n_set.json"
 #: The layout of ``state.json``; a state of another format is refused.
-STATE_FORMAT = 2
+STATE_FORMAT = 3
 #: The estimate's interval (calibrated on the source models, see tailoredbench.conformal).
 INTERVAL_LEVEL = 0.9
 
+_INT, _STR = int, str
+#: Every key of a state after step 1, with its type ("list of X" for lists).
+G_KEYS = {
+    "state_format": _INT,
+    "tailoredbench_version": _STR,
+    "benchmark": _STR,
+    "task": _STR,
+    "metric": _STR,
+    "seed": _INT,
+    "g_size": _INT,
+    "distance": _STR,
+    "item_count": _INT,
+    "data_sha256": [_STR],
+    "source_models": [_STR],
+    "g_set": [_INT],
+    "g_set_doc_ids": [_INT],
+}
+#: The keys step 2 adds.
+N_KEYS = {"budget": _INT, "model": _STR, "native_sources": [_STR], "n_set": [_INT], "n_set_doc_ids": [_INT]}
+
 
 def _write_json(path: Path, value) -> None:
-    path.write_text(json.dumps(value, indent=1) + "\n")
+    atomic.write_text(path, json.dumps(value, indent=1) + "\n")
+
+
+def _checksum(state: dict) -> str:
+    body = {k: v for k, v in state.items() if k != "checksum"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _sealed(state: dict) -> dict:
+    return {**state, "checksum": _checksum(state)}
+
+
+def _data_hashes(bench) -> list[str]:
+    return sorted({f["sha256"] for f in bench.provenance.get("files", [])})
+
+
+def _check_schema(state, path: Path) -> None:
+    def fits(value, kind) -> bool:
+        if isinstance(kind, list):
+            return isinstance(value, list) and all(fits(v, kind[0]) for v in value)
+        return isinstance(value, kind) and not isinstance(value, bool)
+
+    keys = {**G_KEYS, **(N_KEYS if "budget" in state else {})}
+    for key, kind in keys.items():
+        if key not in state:
+            raise TailoredBenchError(f"{path}: not a complete plan state (no '{key}'); plan again")
+        if not fits(state[key], kind):
+            raise TailoredBenchError(f"{path}: '{key}' has the wrong type ({type(state[key]).__name__}); plan again")
+    if state["benchmark"] not in BENCHMARKS:
+        raise TailoredBenchError(f"{path}: unknown benchmark {state['benchmark']!r}")
 
 
 def fitted(state: dict):
     """The benchmark and the fitted :class:`TailoredBench` of a plan (refitted with its seed)."""
     bench = load_benchmark(state["benchmark"])
+    if _data_hashes(bench) != state["data_sha256"]:
+        raise TailoredBenchError(f"{state['benchmark']}: planned on other data files than the pinned ones; plan again")
     if list(bench.source.models) != state["source_models"]:
         raise TailoredBenchError(f"{state['benchmark']}: the source models differ from the plan's")
     tb = TailoredBench(state["g_size"], state["distance"], random_state=(state["seed"], 0)).fit(bench.source)
@@ -57,8 +117,20 @@ def plan_g_set(
     g_size: int = 10,
     seed: int = 0,
     distance: str = "manhattan",
+    force: bool = False,
 ) -> dict:
-    """Step 1: write ``g_set.json`` (the G-set for lm-eval's ``--samples``) and ``state.json``."""
+    """Step 1: write ``g_set.json`` (the G-set for lm-eval's ``--samples``) and ``state.json``.
+
+    A folder that already holds files is refused unless ``force``: it may hold a plan
+    whose N-set a model is being run on. With ``force`` the old plan's files go.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise TailoredBenchError(f"{out}: not a folder")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise TailoredBenchError(f"{out}: not empty (a plan may be in use); choose another folder or add --force")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise TailoredBenchError(f"seed must be a non-negative integer, got {seed!r}")
     task = task or benchmark
     bench = load_benchmark(benchmark)
     tb = TailoredBench(g_size, distance, random_state=(seed, 0)).fit(bench.source)
@@ -74,12 +146,15 @@ def plan_g_set(
         "g_size": g_size,
         "distance": distance,
         "item_count": bench.n_items,
+        "data_sha256": _data_hashes(bench),
         "source_models": list(bench.source.models),
         "g_set": g_items,
         "g_set_doc_ids": doc_ids,
     }
-    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    for stale in (N_SET,):  # from an older plan in a forced folder
+        (out / stale).unlink(missing_ok=True)
+    state = _sealed(state)
     _write_json(out / G_SET, samples_argument(task, doc_ids))
     _write_json(out / STATE, state)
     return state
@@ -92,18 +167,36 @@ def read_state(folder: str | Path, seed: int | None = None) -> dict:
         raise TailoredBenchError(f"{path}: no plan state; run 'tailoredbench plan --benchmark ...' first")
     try:
         state = json.loads(path.read_text())
-    except json.JSONDecodeError:
-        raise TailoredBenchError(f"{path}: not a JSON state file") from None
-    if not isinstance(state, dict) or state.get("state_format") != STATE_FORMAT:
-        found = state.get("state_format", 1) if isinstance(state, dict) else "unknown"
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise TailoredBenchError(f"{path}: not a JSON state file (truncated or foreign?); plan again") from None
+    if not isinstance(state, dict):
+        raise TailoredBenchError(f"{path}: not a plan state (a JSON {type(state).__name__}); plan again")
+    if state.get("state_format") != STATE_FORMAT:
+        found = state.get("state_format", 1)
         raise TailoredBenchError(f"{path}: a plan state of format {found}, this is format {STATE_FORMAT}; plan again")
     if state.get("tailoredbench_version") != __version__:
         raise TailoredBenchError(
             f"{path}: written by tailoredbench {state.get('tailoredbench_version')}, this is {__version__}; plan again"
         )
+    _check_schema(state, path)
+    if state.get("checksum") != _checksum(state):
+        raise TailoredBenchError(f"{path}: its contents do not match its checksum (edited or damaged); plan again")
     if seed is not None and seed != state["seed"]:
         raise TailoredBenchError(f"{path}: planned with seed {state['seed']}, not {seed}")
     return state
+
+
+def _one_model(samples) -> str:
+    """The model all the samples files come from; files of two models are an error naming both."""
+    models = {}
+    for path in samples:
+        models.setdefault(model_of(path), path)
+    if len(models) > 1:
+        (first, a), (second, b) = list(models.items())[:2]
+        raise TailoredBenchError(f"samples of two models in one plan: {first} ({a}) and {second} ({b})")
+    if not models:
+        raise TailoredBenchError("no samples files given")
+    return next(iter(models))
 
 
 def _results(state: dict, samples, item_ids) -> dict[int, float]:
@@ -134,18 +227,32 @@ def _probe(state: dict, samples, budget: int) -> tuple:
     return bench, tb, results, probe
 
 
-def plan_n_set(folder: str | Path, samples, budget: int, seed: int | None = None) -> dict:
-    """Step 2: from the samples on the G-set, write ``n_set.json`` (the rest of the probe)."""
+def plan_n_set(folder: str | Path, samples, budget: int, seed: int | None = None, force: bool = False) -> dict:
+    """Step 2: from the samples on the G-set, write ``n_set.json`` (the rest of the probe).
+
+    Planning again with the same samples and budget changes nothing; with other ones it
+    would replace an N-set a model may be running on, and needs ``force``.
+    """
     folder = Path(folder)
     state = read_state(folder, seed)
-    bench, _, _, probe = _probe(state, samples, budget)
+    if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
+        raise TailoredBenchError(f"budget must be an integer, got {budget!r}")
+    model = _one_model(samples)
+    bench, _, _, probe = _probe(state, samples, int(budget))
     doc_ids = [bench.source.items[i] for i in probe.n_set]
-    state.update(
-        budget=budget,
-        native_sources=[bench.source.models[i] for i in probe.native_sources],
-        n_set=[int(i) for i in probe.n_set],
-        n_set_doc_ids=doc_ids,
-    )
+    planned = {
+        "budget": int(budget),
+        "model": model,
+        "native_sources": [bench.source.models[i] for i in probe.native_sources],
+        "n_set": [int(i) for i in probe.n_set],
+        "n_set_doc_ids": doc_ids,
+    }
+    if "budget" in state and {k: state[k] for k in planned} != planned and not force:
+        raise TailoredBenchError(
+            f"{folder}: already holds an N-set (budget {state['budget']}, model {state['model']}); "
+            "planning another would replace it: add --force, or plan into a new folder"
+        )
+    state = _sealed({**{k: v for k, v in state.items() if k != "checksum"}, **planned})
     _write_json(folder / N_SET, samples_argument(state["task"], doc_ids))
     _write_json(folder / STATE, state)
     return state
@@ -156,6 +263,9 @@ def estimate(folder: str | Path, samples, seed: int | None = None) -> dict:
     state = read_state(folder, seed)
     if "budget" not in state:
         raise TailoredBenchError(f"{folder}: plan the N-set first ('tailoredbench plan --state ... --budget N')")
+    model = _one_model(samples)
+    if model != state["model"]:
+        raise TailoredBenchError(f"the samples come from {model}, the N-set was planned for {state['model']}")
     _, tb, results, probe = _probe(state, samples, state["budget"])
     if [int(i) for i in probe.n_set] != state["n_set"]:
         raise TailoredBenchError("the G-set results differ from those the N-set was planned with")
@@ -174,4 +284,5 @@ def estimate(folder: str | Path, samples, seed: int | None = None) -> dict:
         "seed": state["seed"],
         "items_used": state["g_set_doc_ids"] + state["n_set_doc_ids"],
         "native_sources": state["native_sources"],
+        "model": model,
     }

@@ -18,7 +18,7 @@ def test_environment_yml_matches_pyproject():
     conda = set()
     text = (ROOT / "environment.yml").read_text()
     for line in text.split("\ndependencies:\n", 1)[1].splitlines():
-        match = re.match(r"^  - ([A-Za-z0-9_.\-]+.*)$", line)
-        if match and not match.group(1).startswith(("python=", "pip")):
+        match = re.match(r"^(?:  |      )- ([A-Za-z0-9_.\-]+.*)$", line)  # conda, or pip's list below it
+        if match and not match.group(1).startswith(("python=", "pip", "-e")):
             conda.add(match.group(1))
     assert {_normalise(d) for d in declared} == {_normalise(d) for d in conda}

@@ -121,7 +121,7 @@ def test_one_fitted_estimator_serves_models_interleaved_as_each_alone():
             p = alone.plan(m[g], budget=20)
             assert value == alone.estimate(p, m[p.items])
             assert interval == alone.interval(p, m[p.items])
-    assert not [k for k in vars(shared) if k.endswith("_") and k not in ("source_", "g_set_", "key_")]
+    assert not [k for k in vars(shared) if k.endswith("_") and k not in ("source_", "items_", "g_set_", "key_")]
 
 
 @pytest.mark.parametrize("random_state", [0, [0, 3], None, np.random.default_rng(5)])

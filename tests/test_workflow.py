@@ -103,7 +103,7 @@ def test_state_of_another_version_or_seed(planned, arc, tmp_path, capsys):
     one_line_error(capsys, args, f"this is {__version__}")
     del state["state_format"]  # a plan written before the state's keys were renamed (g_items, n_items, ...)
     (plan / "state.json").write_text(json.dumps(state))
-    one_line_error(capsys, args, "a plan state of format 1, this is format 2; plan again")
+    one_line_error(capsys, args, "a plan state of format 1, this is format 3; plan again")
 
 
 def test_missing_g_set_results_and_budget(planned, arc, tmp_path, capsys):

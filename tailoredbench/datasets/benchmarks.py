@@ -318,7 +318,7 @@ def load_benchmark(name: str, max_models: int | None = None, seed: int = 0) -> B
         and ``hellaswag_full12``.
     max_models : int, optional
         Seeded subsample of at most this many models before the split (for the
-        thousands-of-model matrices); ``None`` keeps all. Ignored by ``gsm8k``,
+        thousands-of-model matrices); ``None`` keeps all. Refused by ``gsm8k``,
         which comes split as in the paper.
     seed : int, default 0
         Seed of the subsample.
@@ -336,7 +336,11 @@ def load_benchmark(name: str, max_models: int | None = None, seed: int = 0) -> B
     ((75, 1319), (75, 1319))
     """
     spec = benchmark_spec(name)
+    if max_models is not None and (isinstance(max_models, bool) or not isinstance(max_models, int) or max_models < 2):
+        raise TailoredBenchError(f"max_models must be an integer of at least 2, got {max_models!r}")
     if spec.split == "as given":
+        if max_models is not None:
+            raise TailoredBenchError(f"{name} comes split as in the paper; max_models does not apply to it")
         source, target, info = spec.build()
         return Benchmark(name, source, target, info)
     matrix, info = spec.build()

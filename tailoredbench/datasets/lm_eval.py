@@ -10,6 +10,7 @@ those documents.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import atomic
 from ..errors import DataError
 from .benchmarks import SPECS
 from .matrix import ResponseMatrix
@@ -48,20 +50,79 @@ def _metric_value(record: dict, metric: str, where: str) -> float:
         if not keys:
             raise DataError(f"{where}: no '{metric}' value in doc_id {record.get('doc_id')}")
         value = record[keys[0]]
-    value = float(value[0] if isinstance(value, list) else value)
+    if isinstance(value, list) and len(value) == 1:  # some metrics are logged as a one-element list
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DataError(f"{where}: '{metric}' of doc_id {record.get('doc_id')} is {value!r}, not 0/1")
+    value = float(value)
     if value not in (0.0, 1.0):
         raise DataError(f"{where}: '{metric}' of doc_id {record.get('doc_id')} is {value}, not 0/1")
     return value
 
 
+def _doc_id(value, where: str) -> int:
+    """lm-eval's doc_id: an integer (a string of digits is accepted, as JSON round trips make them)."""
+    if isinstance(value, bool):
+        raise DataError(f"{where}: doc_id {value!r} is not an integer")
+    if isinstance(value, int):
+        doc_id = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        doc_id = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        doc_id = int(value)
+    else:
+        raise DataError(f"{where}: doc_id {value!r} is not an integer")
+    if doc_id < 0:
+        raise DataError(f"{where}: doc_id {doc_id} is negative")
+    return doc_id
+
+
+def _lines(path: Path) -> list[str]:
+    """The file's lines; a gzip'd file (by its first bytes, whatever its name) is read too."""
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as err:
+            raise DataError(f"{path}: a broken gzip file ({err})") from None
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not UTF-8 text; expected lm-eval's JSON Lines") from None
+
+
+def model_of(path: str | Path) -> str:
+    """Which model an lm-eval samples file comes from.
+
+    lm-eval writes ``results_<time>.json`` beside ``samples_<task>_<time>.jsonl``; its
+    ``config.model`` and ``config.model_args`` name the model. Without that file, the
+    folder lm-eval named after the model stands in.
+    """
+    path = Path(path)
+    match = _FILE.match(path.name)
+    results = path.parent / f"results_{match.group('stamp')}.json" if match else None
+    if results is None or not results.is_file():
+        return f"folder {path.parent.name}"
+    try:
+        config = json.loads(results.read_text()).get("config", {})
+        args = config.get("model_args")
+        args = json.dumps(args, sort_keys=True) if isinstance(args, dict) else (args or "")
+        return f"{config['model']}({args})"
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, KeyError, TypeError):
+        raise DataError(f"{results}: not lm-eval's results JSON (no config.model)") from None
+
+
 def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict[int, float]:
     """``{doc_id: 0/1}`` from one lm-eval samples file.
+
+    A gzip'd file is read as well.
 
     Raises
     ------
     DataError
         The file is missing or not JSON Lines, belongs to another task (by its name),
-        repeats a doc_id, or lacks the metric.
+        has a doc_id that is not an integer or repeats one, or lacks the metric, or has
+        one that is not 0/1.
     """
     path = Path(path)
     if not path.is_file():
@@ -70,16 +131,16 @@ def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict
     if task is not None and named is not None and named != task:
         raise DataError(f"{path}: a samples file of task '{named}', expected '{task}'")
     results: dict[int, float] = {}
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(_lines(path), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
             raise DataError(f"{path}: line {number} is not JSON") from None
-        if "doc_id" not in record:
+        if not isinstance(record, dict) or "doc_id" not in record:
             raise DataError(f"{path}: line {number} has no doc_id")
-        doc_id = int(record["doc_id"])
+        doc_id = _doc_id(record["doc_id"], f"{path}: line {number}")
         if doc_id in results:
             raise DataError(f"{path}: doc_id {doc_id} appears twice")
         results[doc_id] = _metric_value(record, metric, str(path))
@@ -161,5 +222,5 @@ def write_samples(folder: str | Path, model: str, task: str, doc_ids, values, me
     lines = [
         json.dumps({"doc_id": int(d), "filter": "none", metric: float(v)}) for d, v in zip(doc_ids, values, strict=True)
     ]
-    path.write_text("\n".join(lines) + "\n")
+    atomic.write_text(path, "\n".join(lines) + "\n")
     return path

@@ -91,8 +91,11 @@ class ResponseMatrix:
 
 def validate_binary(values, source: str = "array") -> np.ndarray:
     """``values`` as a float64 2-D array of 0/1, or a :class:`DataError` naming ``source``."""
+    raw = np.asarray(values)
+    if np.iscomplexobj(raw):
+        raise DataError(f"{source}: complex values; expected real 0/1 correctness")
     try:
-        array = np.asarray(values, dtype=np.float64)
+        array = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError):
         raise DataError(f"{source}: values are not numeric") from None
     if array.ndim != 2:
@@ -140,22 +143,46 @@ def load_matrix(path: str | Path) -> ResponseMatrix:
     if suffix == ".npy":
         try:
             values = np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as err:
+        except (ValueError, OSError, EOFError) as err:
             raise DataError(f"{path}: not a readable .npy array ({err})") from None
         return ResponseMatrix(values, source=str(path))
     if suffix == ".csv":
-        import pandas as pd
-
-        try:
-            frame = pd.read_csv(path, index_col=0)
-        except (ValueError, OSError, pd.errors.ParserError) as err:
-            raise DataError(f"{path}: not a readable CSV ({err})") from None
-        try:
-            values = frame.to_numpy(dtype=np.float64)
-        except (TypeError, ValueError):
-            raise DataError(f"{path}: values are not numeric 0/1") from None
-        return ResponseMatrix(values, tuple(frame.index.astype(str)), tuple(frame.columns), source=str(path))
+        return _read_csv(path)
     raise DataError(f"{path}: unsupported format {suffix!r}; use .npy or .csv")
+
+
+def _read_csv(path: Path) -> ResponseMatrix:
+    """A CSV matrix: a header row of item ids (first cell free), then one row per model."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = [row for row in csv.reader(handle) if row]
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise DataError(f"{path}: not a readable CSV ({err})") from None
+    if len(rows) < 2:
+        raise DataError(f"{path}: needs a header row of item ids and at least one model row")
+    header, body = rows[0][1:], rows[1:]
+    if not header:
+        raise DataError(f"{path}: the header row names no items")
+    # Read as written: pandas would rename a repeated id ("q1.1") and hide the repeat.
+    repeated = sorted({item for item in header if header.count(item) > 1})
+    if repeated:
+        looks_like_data = all(cell.strip() in ("0", "1", "0.0", "1.0") for cell in header)
+        hint = "; the first row must be a header of item ids, it looks like data" if looks_like_data else ""
+        raise DataError(f"{path}: item id {repeated[0]!r} repeats in the header{hint}")
+    ragged = next((i for i, row in enumerate(body, start=2) if len(row) != len(header) + 1), None)
+    if ragged is not None:
+        raise DataError(f"{path}: line {ragged} has {len(body[ragged - 2])} cells, the header {len(header) + 1}")
+    models = [row[0] for row in body]
+    twice = sorted({m for m in models if models.count(m) > 1})
+    if twice:
+        raise DataError(f"{path}: model id {twice[0]!r} appears on more than one row")
+    try:
+        values = np.array([[float(cell) for cell in row[1:]] for row in body])
+    except ValueError as err:
+        raise DataError(f"{path}: values are not numeric 0/1 ({err})") from None
+    return ResponseMatrix(values, tuple(models), tuple(header), source=str(path))
 
 
 def split_models(

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import DataError
-from .files import cache_dir
+from .files import cache_dir, load_cached, store_cached
 from .matrix import ResponseMatrix
 
 #: Task -> (details configuration, per-example metric), as tinyBenchmarks used them. These are the
@@ -116,14 +116,14 @@ def build_openllm_matrix(
     rows = []
     for model in models:
         repo = details_repo(model, organisation)
-        stored = cache_dir() / "openllm" / repo / f"{config}.{split}.{metric}.npy"
-        if cache and stored.is_file():
-            rows.append(np.load(stored))
+        stored = cache_dir() / "openllm" / repo / f"{config}.{split}.{metric}.npz"
+        cached = load_cached(stored) if cache else None
+        if cached is not None:
+            rows.append(cached["values"])
             continue
         values = _correctness(loader(repo, config, split), metric, f"{repo} ({config})")
         if cache:
-            stored.parent.mkdir(parents=True, exist_ok=True)
-            np.save(stored, values)
+            store_cached(stored, values=values)
         rows.append(values)
     lengths = {len(r) for r in rows}
     if len(lengths) != 1:

@@ -41,7 +41,7 @@ from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
 from .. import rng
-from ..datasets.files import cache_dir
+from ..datasets.files import cache_dir, load_cached, store_cached
 from .base import Method
 
 DIMENSIONS = (2, 5, 10)
@@ -54,7 +54,7 @@ KMEANS_STARTS = 10
 #: Logits are clipped here when a new model's ability is fitted, as in tinyBenchmarks.
 LOGIT_CLIP = 30.0
 VALIDATION_SHARE = 0.2
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: every entry carries a sha256 of its contents
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,10 @@ def estimates(
     theta = fit_abilities(Y_anchor, model.a[anchor_items], model.b[anchor_items], precision)
     unseen = np.setdiff1d(np.arange(n_items), anchor_items)
     lam_p = len(anchor_items) / n_items
-    p_irt = lam_p * Y_anchor.mean(axis=1) + (1 - lam_p) * model.probabilities(theta, unseen).mean(axis=1)
+    if unseen.size:
+        p_irt = lam_p * Y_anchor.mean(axis=1) + (1 - lam_p) * model.probabilities(theta, unseen).mean(axis=1)
+    else:  # every item is an anchor: the answers are the accuracy
+        p_irt = Y_anchor.mean(axis=1)
     anchor_estimate = Y_anchor @ weights
     return {"anchor": anchor_estimate, "p_irt": p_irt, "gp_irt": lam * anchor_estimate + (1 - lam) * p_irt}
 
@@ -222,14 +225,8 @@ def prepare(source: np.ndarray, budgets) -> dict:
     """Fit (or load from the cache) the IRT model, its dimension and the lambda inputs."""
     budgets = sorted(int(b) for b in budgets)
     path = _cache_path(source, budgets)
-    if path.is_file():
-        stored = np.load(path, allow_pickle=False)
-        try:
-            model = IRTModel(stored["a"], stored["b"], stored["theta"])
-            meta = json.loads(str(stored["meta"]))
-        finally:
-            stored.close()
-    else:
+    cached = load_cached(path)
+    if cached is None:
         dim, precision, bias, all_errors = _select(source, budgets)
         model = fit_irt(source, dim)
         meta = {
@@ -238,10 +235,9 @@ def prepare(source: np.ndarray, budgets) -> dict:
             "bias": {str(k): v for k, v in bias.items()},
             "validation_mae": all_errors,
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, a=model.a, b=model.b, theta=model.theta, meta=json.dumps(meta))
-        tmp.replace(path)
+        store_cached(path, a=model.a, b=model.b, theta=model.theta, meta=json.dumps(meta))
+    else:
+        model, meta = IRTModel(cached["a"], cached["b"], cached["theta"]), json.loads(str(cached["meta"]))
     accuracy = source.mean(axis=1)
     return {
         "model": model,

@@ -1,0 +1,303 @@
+"""Bad input at every boundary gets one line of the package's own error, never a wrong number or a lost file."""
+
+import gzip
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import synthetic_matrix
+from tailoredbench import TailoredBench, load_matrix, simulate
+from tailoredbench.cli import main
+from tailoredbench.datasets import files
+from tailoredbench.datasets.lm_eval import read_samples
+from tailoredbench.errors import CacheWarning, DataError, TailoredBenchError
+from tailoredbench.methods import PAPER_METHODS, gp_irt
+
+
+def one_line_error(capsys, args, message, code=2):
+    capsys.readouterr()
+    assert main(args) == code
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert "Traceback" not in err
+
+
+# --- matrices ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("m1,1,0,1\nm2,0,0,1\n", "looks like data"),  # no header: the first model would be lost
+        ("model,q1,q2\nm1,1,0\nm1,0,0\n", "model id 'm1'"),
+        ("model,q1,q1\nm1,1,0\nm2,0,0\n", "item id 'q1' repeats"),
+        ("model,q1,q2\nm1,1\n", "line 2 has 2 cells"),
+        ("model,q1,q2\n", "at least one model row"),
+        ("model,q1,q2\nm1,1,x\n", "not numeric"),
+    ],
+)
+def test_bad_csv_matrices(tmp_path, text, message):
+    path = tmp_path / "m.csv"
+    path.write_text(text)
+    with pytest.raises(DataError, match=message):
+        load_matrix(path)
+
+
+def test_bad_npy_matrices(tmp_path):
+    (tmp_path / "empty.npy").write_bytes(b"")
+    np.save(tmp_path / "none.npy", np.zeros((0, 5)))
+    np.save(tmp_path / "complex.npy", np.ones((3, 4)) * (1 + 1j))
+    for name, message in (("empty", "not a readable"), ("none", "empty matrix"), ("complex", "complex")):
+        with pytest.raises(DataError, match=message):
+            load_matrix(tmp_path / f"{name}.npy")
+
+
+# --- lm-eval samples files -------------------------------------------------------------------
+
+
+def samples_file(tmp_path, lines, name="samples_arc_challenge_2025-01-01T00-00-00.jsonl", compress=False):
+    path = tmp_path / "model" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    path.write_bytes(gzip.compress(text.encode()) if compress else text.encode())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"doc_id": "seven", "acc_norm": 1.0}, "doc_id 'seven' is not an integer"),
+        ({"doc_id": None, "acc_norm": 1.0}, "doc_id None is not an integer"),
+        ({"doc_id": True, "acc_norm": 1.0}, "doc_id True is not an integer"),
+        ({"doc_id": 3, "acc_norm": None}, "is None, not 0/1"),
+        ({"doc_id": 3, "acc_norm": "1"}, "is '1', not 0/1"),
+        ({"doc_id": 3, "acc_norm": []}, "is [], not 0/1"),
+        ({"doc_id": 3, "acc_norm": 0.5}, "is 0.5, not 0/1"),
+    ],
+)
+def test_bad_samples(tmp_path, record, message):
+    with pytest.raises(DataError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        read_samples(samples_file(tmp_path, [record]), "acc_norm")
+
+
+def test_gzipped_samples_are_read(tmp_path):
+    lines = [{"doc_id": 0, "acc_norm": 1.0}, {"doc_id": "4", "acc_norm": [0.0]}]
+    plain = read_samples(samples_file(tmp_path, lines), "acc_norm")
+    gz = samples_file(tmp_path, lines, "samples_arc_challenge_2025-01-01T00-00-00.jsonl.gz", compress=True)
+    packed = read_samples(gz, "acc_norm")
+    assert plain == packed == {0: 1.0, 4: 0.0}
+
+
+# --- the plan folder: one model, a state you can trust, nothing overwritten ---------------
+
+
+@pytest.fixture(scope="module")
+def arc():
+    from tailoredbench import load_benchmark
+
+    return load_benchmark("arc_challenge")
+
+
+def write_samples(folder, model, doc_ids, row, stamp):
+    path = folder / model / f"samples_arc_challenge_{stamp}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"doc_id": d, "acc_norm": float(row[d])}) + "\n" for d in doc_ids))
+    return path
+
+
+@pytest.fixture
+def planned(arc, tmp_path):
+    """A plan with its N-set, for target 0; the samples files of both lm-eval runs."""
+    plan = tmp_path / "plan"
+    assert main(["plan", "--benchmark", "arc_challenge", "--out", str(plan)]) == 0
+    row = arc.target.values[0]
+    g_ids = json.loads((plan / "g_set.json").read_text())["arc_challenge"]
+    first = write_samples(tmp_path / "out", "model-a", g_ids, row, "2025-01-01T00-00-00")
+    assert main(["plan", "--state", str(plan), "--samples", str(first), "--budget", "30"]) == 0
+    n_ids = json.loads((plan / "n_set.json").read_text())["arc_challenge"]
+    second = write_samples(tmp_path / "out", "model-a", n_ids, row, "2025-01-01T01-00-00")
+    return plan, first, second, n_ids
+
+
+def test_samples_of_two_models_are_refused(planned, arc, tmp_path, capsys):
+    plan, first, _, n_ids = planned
+    other = write_samples(tmp_path / "out", "model-b", n_ids, arc.target.values[40], "2025-01-01T01-00-00")
+    args = ["estimate", "--state", str(plan), "--samples", str(first), str(other)]
+    one_line_error(capsys, args, "two models in one plan: folder model-a")
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda text, state: text[: len(text) // 2], "not a JSON state file"),
+        (lambda text, state: "[]", "a JSON list"),
+        (lambda text, state: "null", "a JSON NoneType"),
+        (lambda text, state: json.dumps({k: v for k, v in state.items() if k != "n_set"}), "no 'n_set'"),
+        (lambda text, state: json.dumps({**state, "budget": "30"}), "'budget' has the wrong type"),
+        (lambda text, state: json.dumps({**state, "native_sources": state["native_sources"][::-1]}), "checksum"),
+        (lambda text, state: json.dumps({**state, "n_set_doc_ids": state["n_set_doc_ids"][::-1]}), "checksum"),
+        (lambda text, state: json.dumps({"state_format": 3, "hello": 1}), "plan again"),
+    ],
+)
+def test_a_damaged_state_is_refused(planned, capsys, damage, message):
+    plan, first, second, _ = planned
+    path = plan / "state.json"
+    text = path.read_text()
+    path.write_text(damage(text, json.loads(text)))
+    one_line_error(capsys, ["estimate", "--state", str(plan), "--samples", str(first), str(second)], message)
+
+
+def test_the_estimate_of_an_intact_plan(planned, capsys):
+    plan, first, second, _ = planned
+    capsys.readouterr()
+    assert main(["estimate", "--state", str(plan), "--samples", str(first), str(second), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"] == "folder model-a"
+
+
+def test_nothing_is_overwritten_without_force(planned, arc, tmp_path, capsys):
+    plan, first, _, _ = planned
+    before = {p.name: p.read_bytes() for p in plan.iterdir()}
+    one_line_error(capsys, ["plan", "--benchmark", "arc_challenge", "--out", str(plan)], "not empty")
+    one_line_error(
+        capsys, ["plan", "--state", str(plan), "--samples", str(first), "--budget", "25"], "already holds an N-set"
+    )
+    assert {p.name: p.read_bytes() for p in plan.iterdir()} == before
+    # the same step again changes nothing and needs no --force
+    assert main(["plan", "--state", str(plan), "--samples", str(first), "--budget", "30"]) == 0
+    assert {p.name: p.read_bytes() for p in plan.iterdir()} == before
+    # --force starts the plan afresh: no N-set of the old plan is left behind
+    assert main(["plan", "--benchmark", "arc_challenge", "--out", str(plan), "--force"]) == 0
+    assert sorted(p.name for p in plan.iterdir()) == ["g_set.json", "state.json"]
+    assert not list(plan.glob(".*"))  # no temporary file left by the atomic writes
+
+
+def test_tidy_output_is_checked_before_any_work(tmp_path, capsys):
+    existing = tmp_path / "tidy.csv"
+    existing.write_text("mine")
+    base = ["simulate", "--benchmark", "gsm8k", "--runs", "1", "--no-interval"]
+    one_line_error(capsys, [*base, "--tidy", str(existing)], "exists; add --force")
+    assert existing.read_text() == "mine"
+    one_line_error(capsys, [*base, "--tidy", str(tmp_path / "nowhere" / "t.csv")], "no such folder")
+    assert main([*base, "--tidy", str(existing), "--force"]) == 0
+    assert existing.read_text().startswith("run,budget,method")
+
+
+# --- the command line and the Python API ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--seed", "-1"], "must be 0 or more"),
+        (["--budget", "15", "15"], "budget 15 is given twice"),
+        (["--max-models", "50"], "max_models does not apply"),
+        (["--variant", "regression"], "--variant applies to tailored_plus only"),
+        (["--jobs", "0"], "must be at least 1"),
+    ],
+)
+def test_cli_settings_that_do_not_apply(capsys, args, message):
+    one_line_error(capsys, ["simulate", "--benchmark", "gsm8k", "--runs", "1", "--no-interval", *args], message)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"methods": []}, "no method given"),
+        ({"methods": ["random", "random"]}, "given twice"),
+        ({"n_jobs": 0}, "n_jobs must be at least 1"),
+        ({"budgets": []}, "no budget given"),
+        ({"budgets": [20.5]}, "budgets must be integers"),
+        ({"budgets": ["20"]}, "budgets must be integers"),
+        ({"seed": -1}, "seed must be 0 or more"),
+        ({"runs": 1.5}, "runs must be integers"),
+        ({"backend": "multiprocessing"}, "unknown backend"),
+    ],
+)
+def test_api_settings_are_checked(kwargs, message):
+    matrix = synthetic_matrix(20, 60)
+    settings = {"methods": ["random"], "budgets": [20], "runs": 1, **kwargs}
+    with pytest.raises(TailoredBenchError, match=message):
+        simulate((matrix[::2], matrix[1::2]), g_size=5, **settings)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    from tailoredbench import ResponseMatrix
+
+    matrix = synthetic_matrix(30, 80, seed=3)
+    source = ResponseMatrix(matrix[:20], items=tuple(f"q{i}" for i in range(80)))
+    estimator = TailoredBench(g_size=5, random_state=0).fit(source)
+    model = matrix[25]
+    return estimator, model, estimator.plan(model[estimator.g_set_], 20)
+
+
+@pytest.mark.parametrize("bad", [np.nan, -5.0, 0.5, 2.0])
+def test_results_that_are_not_0_1_are_refused(fitted, bad):
+    estimator, model, probe = fitted
+    results = model[probe.items].copy()
+    results[3] = bad
+    with pytest.raises(TailoredBenchError, match="is not 0/1"):
+        estimator.estimate(probe, results)
+    with pytest.raises(TailoredBenchError, match="expected 20 probe results"):
+        estimator.estimate(probe, results[:-1])
+
+
+def test_pandas_results_are_read_by_item_id(fitted):
+    estimator, model, probe = fitted
+    ids = [estimator.items_[i] for i in probe.items]
+    shuffled = pd.Series(model[probe.items], index=ids).sample(frac=1.0, random_state=1)
+    assert estimator.estimate(probe, shuffled) == estimator.estimate(probe, model[probe.items])
+    with pytest.raises(TailoredBenchError, match="lack item"):
+        estimator.estimate(probe, shuffled.iloc[1:])
+
+
+# --- exact at the edges --------------------------------------------------------------------
+
+
+def test_every_method_is_exact_when_every_item_is_asked():
+    matrix = synthetic_matrix(20, 60, seed=5)
+    sim = simulate((matrix[::2], matrix[1::2]), [*PAPER_METHODS, "tailored_plus"], budgets=[60], runs=1, g_size=5)
+    assert np.allclose(sim.results["estimate"], sim.results["true"], atol=1e-12)
+    estimator = TailoredBench(g_size=5).fit(matrix[::2])
+    model = matrix[1]
+    probe = estimator.plan(model[estimator.g_set_], 60)
+    assert estimator.estimate(probe, model[probe.items]) == pytest.approx(model.mean(), abs=1e-12)
+    assert estimator.interval(probe, model[probe.items]) == pytest.approx((model.mean(), model.mean()))
+
+
+# --- caches that heal ----------------------------------------------------------------------
+
+
+def test_a_damaged_gp_irt_cache_entry_is_named_removed_and_rebuilt():
+    source = synthetic_matrix(30, 50, seed=11)
+    first = gp_irt.prepare(source, [10])
+    path = gp_irt._cache_path(source, [10])
+    assert path.is_file()
+    path.write_bytes(path.read_bytes()[:100])  # truncated
+    with pytest.warns(CacheWarning, match=str(path.name)):
+        again = gp_irt.prepare(source, [10])
+    assert np.array_equal(again["model"].a, first["model"].a) and path.is_file()
+    # a tampered entry: a readable file whose contents no longer match their hash
+    with np.load(path) as entry:
+        stored = dict(entry)
+    stored["a"] = stored["a"] + 1.0
+    np.savez(path.with_suffix(".x.npz"), **stored)
+    path.with_suffix(".x.npz").replace(path)
+    with pytest.warns(CacheWarning, match="sha256 mismatch"):
+        healed = gp_irt.prepare(source, [10])
+    assert np.array_equal(healed["model"].a, first["model"].a)
+    assert files.load_cached(path) is not None
+
+
+# --- pipes ----------------------------------------------------------------------------------
+
+
+def test_a_closed_pipe_ends_quietly():
+    command = [sys.executable, "-m", "tailoredbench", "simulate", "--benchmark", "gsm8k", "--runs", "1"]
+    command += ["--budget", "20", "25", "30", "35", "40", "--no-interval"]
+    done = subprocess.run(f"{' '.join(command)} | head -c 1", shell=True, capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
