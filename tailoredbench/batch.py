@@ -234,7 +234,9 @@ def reproduce(
     if quick:
         chosen = {name: {**QUICK.get(name, {}), **chosen[name]} for name in names}
     root = Path(output_dir) if output_dir is not None else (QUICK_REPORTS if quick else REPORTS)
-    own = root.resolve() in (REPORTS.resolve(), QUICK_REPORTS.resolve()) and not parameters
+    # A notebook's own parameters regenerate reports/ (git keeps the old); --quick's refresh reports-quick/.
+    home = QUICK_REPORTS if quick else REPORTS
+    own = root.resolve() == home.resolve() and not parameters
     # Check every destination before computing anything.
     for name in names:
         final = root / name

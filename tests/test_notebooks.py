@@ -169,6 +169,16 @@ def test_tutorial_runs_the_real_workflow(tmp_path):
         assert (out / "figures" / f"{figure}.png").is_file()
 
 
+def test_quick_runs_never_replace_the_committed_reports_without_force(monkeypatch, tmp_path):
+    from tailoredbench import batch
+
+    (tmp_path / "gsm8k").mkdir()
+    (tmp_path / "gsm8k" / "metrics.json").write_text("{}")
+    monkeypatch.setattr(batch, "REPORTS", tmp_path)
+    with pytest.raises(TailoredBenchError, match="--force"):
+        reproduce(["gsm8k"], quick=True, output_dir=tmp_path, log=lambda _: None)
+
+
 def test_reproduce_refuses_to_replace_a_report_with_other_parameters(tmp_path):
     (tmp_path / "gsm8k").mkdir()
     (tmp_path / "gsm8k" / "mine.txt").write_text("keep")
