@@ -48,10 +48,12 @@ def plot_budget_curves(summary: pd.DataFrame, path: str | Path, title: str = "")
             )
         ax.set_xlabel("budget (items answered per target)")
         ax.set_ylabel(label)
-    axes[1].legend(loc="best", fontsize="small", framealpha=0.6)
+    handles, labels = axes[0].get_legend_handles_labels()
+    # one legend for both panels, below them, where it hides no line
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize="small", frameon=False)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=120)
     return fig
 
@@ -88,7 +90,7 @@ def plot_main_figure(table: pd.DataFrame, path: str | Path, title: str = ""):
     methods = sorted(table["method"].unique())
     palette = dict(zip(methods, sns.color_palette("colorblind", len(methods)), strict=True))
     rows = (("mae", "MAE (lower is better)"), ("kendall_tau", "Kendall's tau (higher is better)"))
-    fig, axes = plt.subplots(2, len(benchmarks), figsize=(2.9 * len(benchmarks), 5.6), squeeze=False)
+    fig, axes = plt.subplots(2, len(benchmarks), figsize=(max(2.9 * len(benchmarks), 7.5), 5.6), squeeze=False)
     for col, name in enumerate(benchmarks):
         part = table[table["benchmark"] == name]
         for row, (metric, label) in enumerate(rows):
@@ -102,10 +104,11 @@ def plot_main_figure(table: pd.DataFrame, path: str | Path, title: str = ""):
             ax.set_ylabel(label if col == 0 else "", fontsize=9)
             ax.tick_params(labelsize=8)
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(methods), fontsize=8, frameon=False)
+    ncol = len(methods) if len(benchmarks) > 3 else 3
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
     if title:
         fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.tight_layout(rect=(0, 0.06 if ncol == len(methods) else 0.1, 1, 1))
     fig.savefig(path, dpi=110)
     return fig
 
@@ -163,12 +166,13 @@ def plot_native_sources(g_source, g_result, native, distance: str = "manhattan",
 
 def plot_native_families(all_sources, native, path=None):
     """Families of the native source models against their share among all source models."""
-    fig, ax = _axes(width=7)
+    fig, ax = _axes(width=7, height=4.6)
     every = pd.Series([model_family(m) for m in all_sources]).value_counts(normalize=True)
     chosen = pd.Series([model_family(m) for m in native]).value_counts(normalize=True)
     frame = pd.DataFrame({"all sources": every, "native sources": chosen}).fillna(0).sort_values("all sources")
     frame.plot.barh(ax=ax)
     ax.set_xlabel("share of models")
+    ax.set_ylabel("model family")
     fig.tight_layout()
     if path:
         fig.savefig(path, dpi=110)
@@ -192,11 +196,17 @@ def plot_calibration(native_mean, probe, results, path=None):
     axes[0].set_title("marker area: cluster size", fontsize=10)
     axes[0].legend(loc="center right", fontsize="small")
     scale = (y + 0.5) / (m_c + 0.5)
-    axes[1].bar(np.arange(len(y)), scale, color=solved)
-    axes[1].axhline(1.0, color="grey", lw=1, label="no change")
-    axes[1].legend(loc="upper right", fontsize="small")
+    bars = axes[1].bar(np.arange(len(y)), scale, color=solved)
+    line = axes[1].axhline(1.0, color="grey", lw=1)
+    right = next((b for b, c in zip(bars, solved, strict=True) if c == "seagreen"), None)
+    wrong = next((b for b, c in zip(bars, solved, strict=True) if c == "indianred"), None)
+    shown = [(h, t) for h, t in ((right, "target right"), (wrong, "target wrong"), (line, "no change")) if h]
+    axes[1].legend(
+        [h for h, _ in shown], [t for _, t in shown], loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small"
+    )
     axes[1].set_xlabel("cluster (G-set first)")
-    axes[1].set_ylabel("calibration factor (y_c + .5) / (m_c + .5)")
+    axes[1].set_ylabel("calibration factor")
+    axes[1].set_title("(y_c + .5) / (m_c + .5)", fontsize=10)
     fig.tight_layout()
     if path:
         fig.savefig(path, dpi=110)
@@ -231,7 +241,12 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict):
         axes[1, col].set_ylim(0.5, 1.0)
         axes[1, col].set_xticks([])
         axes[1, col].set_ylabel("interval coverage" if col == 0 else "")
-    handles, names = axes[0, 0].get_legend_handles_labels()
+    # every method drawn anywhere (each benchmark has its own best baseline), once
+    found = {}
+    for ax in axes[0]:
+        for handle, name in zip(*ax.get_legend_handles_labels(), strict=True):
+            found.setdefault(name, handle)
+    handles, names = list(found.values()), list(found)
     bands, band_names = axes[1, 0].get_legend_handles_labels()
     ncol = 3 if len(benchmarks) > 2 else 2
     fig.legend(handles + bands, names + band_names, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
@@ -253,9 +268,12 @@ def plot_arms(table: pd.DataFrame, path, x: str = "arm", title: str = "", hue: s
             ax.plot(range(len(order)), mean.values, color="black", linewidth=2.5, marker="o", label="mean")
         ax.set_ylabel(label)
         ax.set_xlabel(xlabel or x)
-        ax.legend(fontsize=7)
+        ax.get_legend().remove()
+    handles, labels = axes[0].get_legend_handles_labels()
+    # one legend for both panels, below them, where it hides no line
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize="small", frameon=False)
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=120)
     return fig
 
@@ -285,7 +303,7 @@ def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets:
     sns.heatmap(grid, annot=True, fmt=".2f", cmap="Blues", cbar=False, ax=ax, annot_kws={"fontsize": 7})
     ax.set_xlabel("native source family")
     ax.set_ylabel("target family")
-    ax.set_title(title)
+    ax.set_title(f"{title}: each row's native sources by family (shares)" if title else "")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     return fig
