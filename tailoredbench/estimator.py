@@ -157,8 +157,13 @@ class TailoredBench:
 
     def estimate(self, probe: Probe, results) -> float:
         """The estimated full-benchmark accuracy from the model's ``results`` on ``probe.items``."""
-        y = self._results(probe, results)
-        if len(np.unique(probe.items)) == self.source_.shape[1]:  # every item asked: nothing left to estimate
+        return self._estimate(probe, self._results(probe, results))
+
+    def _every_item_asked(self, probe: Probe) -> bool:
+        return len(np.unique(probe.items)) == self.source_.shape[1]
+
+    def _estimate(self, probe: Probe, y: np.ndarray) -> float:
+        if self._every_item_asked(probe):  # nothing left to estimate
             return float(y.mean())
         native_mean = self.source_[probe.native_sources].mean(axis=0)
         if self.estimator == "calibrated":
@@ -180,8 +185,9 @@ class TailoredBench:
         and how unlike its nearest sources its results are
         (:mod:`tailoredbench.conformal`).
         """
-        value = self.estimate(probe, results)
-        if len(np.unique(probe.items)) == self.source_.shape[1]:
+        y = self._results(probe, results)
+        value = self._estimate(probe, y)
+        if self._every_item_asked(probe):
             return value, value
         method = "tailored_plus" if self.estimator == "plus" else "tailoredbench"
 
@@ -192,7 +198,7 @@ class TailoredBench:
             return scales(method, self.source_, [probe.budget], level, seed=self.key_[0], **options)[probe.budget]
 
         q = self._source_fit(("interval", probe.budget, level), calibrate)
-        unlike = unlikeness(self.source_, probe.items, self._results(probe, results))
+        unlike = unlikeness(self.source_, probe.items, y)
         hardness = difficulty(value, unlike, probe.budget)
         low, high = interval(value, q * hardness)
         return float(low), float(high)

@@ -14,7 +14,7 @@ from tqdm import tqdm  # plain text: no widget warning in notebooks
 from .conformal import difficulty, interval
 from .datasets.benchmarks import Benchmark, load_benchmark
 from .datasets.matrix import ResponseMatrix
-from .errors import TailoredBenchError
+from .errors import TailoredBenchError, check_integer
 from .intervals import pseudo_targets, revealed_unlikeness
 from .methods import METHODS, Method, get_method, name_options, split_name
 from .metrics import summarize
@@ -66,19 +66,6 @@ def _as_benchmark(benchmark) -> Benchmark:
 
 #: joblib backends a simulation runs on (None: joblib's default, processes).
 BACKENDS = (None, "loky", "threading", "dask")
-
-
-def _integers(name: str, values: list) -> list[int]:
-    """``values`` as ints; a float with a fraction, a bool or a string is an error naming ``name``."""
-    out = []
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, int | np.integer):
-            if isinstance(value, float | np.floating) and float(value).is_integer():
-                value = int(value)
-            else:
-                raise TailoredBenchError(f"{name} must be integers, got {value!r}")
-        out.append(int(value))
-    return out
 
 
 def check_inputs(bench: Benchmark, budgets: Sequence[int], options: dict[str, dict]) -> None:
@@ -249,21 +236,17 @@ def simulate(
         raise TailoredBenchError("no method given; choose from: " + ", ".join(METHODS))
     if len(set(methods)) != len(methods):
         raise TailoredBenchError("a method is given twice")
-    budgets = _integers("budgets", [budgets] if np.isscalar(budgets) else list(budgets))
+    budgets = [check_integer(b, "budget", 1) for b in ([budgets] if np.isscalar(budgets) else list(budgets))]
     if not budgets:
         raise TailoredBenchError("no budget given")
     if len(set(budgets)) != len(budgets):
         raise TailoredBenchError(f"budget {next(b for b in budgets if budgets.count(b) > 1)} is given twice")
     budgets = sorted(budgets)
-    (runs,) = _integers("runs", [runs])
-    (n_jobs,) = _integers("n_jobs", [n_jobs])
-    (seed,) = _integers("seed", [seed])
-    if runs < 1:
-        raise TailoredBenchError(f"runs must be at least 1, got {runs}")
+    runs = check_integer(runs, "runs", 1)
+    seed = check_integer(seed, "seed", 0)
+    n_jobs = check_integer(n_jobs, "n_jobs")
     if n_jobs == 0 or n_jobs < -1:
         raise TailoredBenchError(f"n_jobs must be at least 1 (or -1 for every core), got {n_jobs}")
-    if seed < 0:
-        raise TailoredBenchError(f"seed must be 0 or more, got {seed}")
     if backend not in BACKENDS:
         raise TailoredBenchError(f"unknown backend {backend!r}; choose from: {', '.join(map(str, BACKENDS))}")
     settings_of = method_settings(methods, {"g_size": g_size, "distance": distance}, method_options)

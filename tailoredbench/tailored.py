@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .distances import binary_distances, check_distance
-from .errors import TailoredBenchError
+from .errors import TailoredBenchError, check_integer
 from .kmedoids import BinaryPoints, binary_points, k_medoids_binary
 
 #: K-Medoids passes; FasterPAM converges in a handful on these data.
@@ -293,8 +293,7 @@ def uncalibrated_estimate(probe: Probe, results: np.ndarray) -> float:
 
 
 def check_budget(budget: int, g_size: int, n_items: int) -> None:
-    if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
-        raise TailoredBenchError(f"budget must be an integer, got {budget!r}")
+    budget = check_integer(budget, "budget")
     if budget <= g_size:
         raise TailoredBenchError(f"budget {budget} must exceed the G-set size {g_size}")
     if budget > n_items:

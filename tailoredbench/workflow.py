@@ -32,7 +32,7 @@ from ._version import __version__
 from .datasets import load_benchmark
 from .datasets.benchmarks import BENCHMARKS
 from .datasets.lm_eval import DEFAULT_METRIC, model_of, read_samples, samples_argument
-from .errors import TailoredBenchError
+from .errors import TailoredBenchError, check_integer
 from .estimator import TailoredBench
 
 STATE, G_SET, N_SET = "state.json", "g_set.json", "n_set.json"
@@ -41,25 +41,24 @@ STATE_FORMAT = 3
 #: The estimate's interval (calibrated on the source models, see tailoredbench.conformal).
 INTERVAL_LEVEL = 0.9
 
-_INT, _STR = int, str
 #: Every key of a state after step 1, with its type ("list of X" for lists).
 G_KEYS = {
-    "state_format": _INT,
-    "tailoredbench_version": _STR,
-    "benchmark": _STR,
-    "task": _STR,
-    "metric": _STR,
-    "seed": _INT,
-    "g_size": _INT,
-    "distance": _STR,
-    "item_count": _INT,
-    "data_sha256": [_STR],
-    "source_models": [_STR],
-    "g_set": [_INT],
-    "g_set_doc_ids": [_INT],
+    "state_format": int,
+    "tailoredbench_version": str,
+    "benchmark": str,
+    "task": str,
+    "metric": str,
+    "seed": int,
+    "g_size": int,
+    "distance": str,
+    "item_count": int,
+    "data_sha256": [str],
+    "source_models": [str],
+    "g_set": [int],
+    "g_set_doc_ids": [int],
 }
 #: The keys step 2 adds.
-N_KEYS = {"budget": _INT, "model": _STR, "native_sources": [_STR], "n_set": [_INT], "n_set_doc_ids": [_INT]}
+N_KEYS = {"budget": int, "model": str, "native_sources": [str], "n_set": [int], "n_set_doc_ids": [int]}
 
 
 def _write_json(path: Path, value) -> None:
@@ -129,8 +128,7 @@ def plan_g_set(
         raise TailoredBenchError(f"{out}: not a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise TailoredBenchError(f"{out}: not empty (a plan may be in use); choose another folder or add --force")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise TailoredBenchError(f"seed must be a non-negative integer, got {seed!r}")
+    seed = check_integer(seed, "seed", 0)
     task = task or benchmark
     bench = load_benchmark(benchmark)
     tb = TailoredBench(g_size, distance, random_state=(seed, 0)).fit(bench.source)
@@ -235,8 +233,7 @@ def plan_n_set(folder: str | Path, samples, budget: int, seed: int | None = None
     """
     folder = Path(folder)
     state = read_state(folder, seed)
-    if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
-        raise TailoredBenchError(f"budget must be an integer, got {budget!r}")
+    budget = check_integer(budget, "budget")
     model = _one_model(samples)
     bench, _, _, probe = _probe(state, samples, int(budget))
     doc_ids = [bench.source.items[i] for i in probe.n_set]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import paper
-from ..errors import DataError, TailoredBenchError
+from ..errors import DataError, TailoredBenchError, check_integer
 from .files import fetch, lookup
 from .matrix import ResponseMatrix, split_models
 from .pope import load_pope_matrix
@@ -336,8 +336,8 @@ def load_benchmark(name: str, max_models: int | None = None, seed: int = 0) -> B
     ((75, 1319), (75, 1319))
     """
     spec = benchmark_spec(name)
-    if max_models is not None and (isinstance(max_models, bool) or not isinstance(max_models, int) or max_models < 2):
-        raise TailoredBenchError(f"max_models must be an integer of at least 2, got {max_models!r}")
+    if max_models is not None:
+        max_models = check_integer(max_models, "max_models", 2)
     if spec.split == "as given":
         if max_models is not None:
             raise TailoredBenchError(f"{name} comes split as in the paper; max_models does not apply to it")

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import TailoredBenchError
+from ..errors import TailoredBenchError, check_integer
 from ..oracle import Oracle
 
 #: The kinds of method: TailoredBench's own probe, or a baseline it is compared with.
@@ -89,8 +89,7 @@ class Method(ABC):
             if isinstance(default, bool) and not isinstance(value, (bool, np.bool_)):
                 raise TailoredBenchError(f"option {key} of method {self.name} must be true or false, got {value!r}")
             if isinstance(default, int) and not isinstance(default, bool):
-                if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                    raise TailoredBenchError(f"option {key} of method {self.name} must be an integer, got {value!r}")
+                checked[key] = check_integer(value, f"option {key} of method {self.name}")
             if isinstance(default, str) and not isinstance(value, str):
                 raise TailoredBenchError(f"option {key} of method {self.name} must be a string, got {value!r}")
         return checked
