@@ -68,7 +68,18 @@ def _build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--distance", default="manhattan", help=f"one of: {', '.join(DISTANCES)}")
     sim.add_argument("--runs", type=_positive_int, default=20)
     sim.add_argument("--seed", type=_seed, default=0)
-    sim.add_argument("--jobs", type=_positive_int, default=1)
+    sim.add_argument("--jobs", type=_positive_int, default=1, help="workers (processes, or dask workers)")
+    sim.add_argument("--backend", choices=["loky", "threading", "dask"], help="where the runs go (default: processes)")
+    sim.add_argument(
+        "--scheduler", help="with --backend dask: a scheduler address (tcp://HOST:8786), or 'local' (the default)"
+    )
+    sim.add_argument(
+        "--sample",
+        type=_seed,
+        default=0,
+        help="tailoredbench only: K-Medoids by CLARA on samples of this many items, for very large matrices "
+        "(0, the default: exact)",
+    )
     sim.add_argument(
         "--interval", type=float, default=0.9, help="level of each estimate's interval, calibrated on source models"
     )
@@ -151,6 +162,9 @@ def _simulate(args) -> int:
         g_size=args.g_size,
         distance=args.distance,
         interval=None if args.no_interval else args.interval,
+        method_options={"sample": args.sample} if args.sample else None,
+        backend=args.backend,
+        scheduler=(args.scheduler or "local") if args.backend == "dask" else args.scheduler,
         progress=sys.stderr.isatty(),
     )
     if args.tidy:

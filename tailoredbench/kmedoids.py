@@ -7,6 +7,19 @@ second-nearest medoid cached so that one candidate is scored against all medoids
 in O(n). Here some medoids may be *fixed*: they are never swapped out, which is
 what TailoredBench needs to extend a G-set into an N-set. :func:`k_medoids_binary`
 runs it on the distinct rows of a 0/1 matrix (:mod:`tailoredbench.distances`).
+
+Memory stays linear in the items. Up to :data:`DENSE_LIMIT` distinct rows, the
+distances between them are computed once (by matrix products) and kept; beyond it,
+each distance is computed when needed from the rows packed 8 columns to a byte (a
+table holds the weight sum of every byte value), and a candidate swap skips a point
+whose *lower bound* on the distance (the smallest column weight times the number of
+differing columns, one popcount) already shows that it would not move. The two
+computations agree to 1e-9 (both round there); the medoids differ only where a tie
+is decided at that precision.
+
+``sample`` turns on CLARA (Kaufman & Rousseeuw, *Finding Groups in Data*, 1990, ch. 3):
+K-Medoids on random samples of the rows, keeping the medoids of lowest cost on all
+rows. It is an approximation for very large matrices, off by default.
 """
 
 from __future__ import annotations
@@ -15,10 +28,24 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
-from .distances import binary_distances
+from .distances import binary_distances, column_scale
 from .errors import TailoredBenchError
 from .rng import generator
+
+#: Column groups by weight, for the bound on a distance (one popcount each).
+GROUPS = 4
+# No packed rows: the distances are all kept (words, masks, units, table, root).
+_NO_BITS = (
+    np.zeros((1, 0), dtype=np.uint64),
+    np.zeros((GROUPS, 1), np.uint64),
+    np.zeros(GROUPS),
+    np.zeros((8, 256)),
+    False,
+)
 
 
 @dataclass(frozen=True)
@@ -96,49 +123,120 @@ def k_medoids(
         rng.choice(free_pool, n_free, replace=False, p=weights[free_pool] / weights[free_pool].sum()) if n_free else []
     )
     medoids = np.concatenate([fixed, np.sort(start)]).astype(np.int64)
-    n_swaps = _fasterpam(D, weights, medoids, len(fixed), max_iter) if n_clusters > len(fixed) else 0
+    n_swaps = _fasterpam(D, *_NO_BITS, weights, medoids, len(fixed), max_iter) if n_clusters > len(fixed) else 0
     labels, nearest = assign(D[medoids])
     return KMedoidsResult(medoids, labels, float(nearest @ weights), int(n_swaps))
 
 
-@dataclass(frozen=True)
+#: Most distinct rows whose distances are kept in a dense matrix (8 * DENSE_LIMIT**2 bytes, 134 MB).
+DENSE_LIMIT = 4096
+#: CLARA's default number of random samples.
+DRAWS = 5
+
+
+@dataclass(frozen=True, eq=False)
 class BinaryPoints:
     """The rows of a 0/1 matrix as points to cluster, identical rows merged.
 
     Rows with the same 0/1 pattern are at distance 0 under every metric, so K-Medoids
     runs on the distinct patterns weighted by their counts: the same objective on a
-    much smaller matrix when few columns define the embedding (e.g. 5 source models
+    much smaller problem when few columns define the embedding (e.g. 5 source models
     give at most 32 patterns for 8910 POPE items).
     """
 
     pattern: np.ndarray  # (n,) each row's pattern
     counts: np.ndarray  # (u,) rows per pattern
-    distances: np.ndarray  # (u, u) between patterns, z-scored on all n rows
+    distances: np.ndarray  # (u, u) between patterns, z-scored on all n rows; (0, 0) when computed as needed
+    words: np.ndarray  # (w, u) uint64: each pattern's columns, 64 to a word (column c: bit c % 64 of word c // 64)
+    table: np.ndarray  # (8 * w, 256): the weight sum of the set bits of every byte value of every word
+    masks: np.ndarray  # (GROUPS, words) uint64: the columns of each weight group (quartile)
+    units: np.ndarray  # (GROUPS,) each group's smallest weight: sum(units * differing columns) <= distance
+    root: bool  # euclidean: the square root of the weighted sum (of squared weights)
 
     @property
     def n_points(self) -> int:
         return len(self.pattern)
 
+    @property
+    def n_patterns(self) -> int:
+        return len(self.counts)
+
+    def between(self, rows, cols=None) -> np.ndarray:
+        """Distances between patterns ``rows`` and ``cols`` (all patterns if None)."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        cols = np.arange(self.n_patterns) if cols is None else np.asarray(cols, dtype=np.int64).reshape(-1)
+        if self.distances.shape[0]:
+            return self.distances[np.ix_(rows, cols)]
+        return _between(self.words, self.table, self.root, rows, cols)
+
 
 def binary_points(X: np.ndarray, metric: str = "manhattan") -> BinaryPoints:
-    """Merge identical rows of ``X`` and compute :func:`binary_distances` between the patterns."""
+    """Merge identical rows of ``X``; keep the distances between the patterns if they fit :data:`DENSE_LIMIT`.
+
+    Cosine and correlation distances are not sums over columns and are always kept dense.
+    """
     X = np.asarray(X, dtype=np.float64)
     # Rows packed to bytes make one sortable key each: 15x faster than np.unique(axis=0).
     packed = np.packbits(X.astype(bool), axis=1)
     keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
     _, first, pattern, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
-    patterns = X[first]
     # Number patterns by first occurrence, not lexicographically: FasterPAM's eager
     # swaps scan points in order, and a sorted order (all-wrong patterns first) biases
     # which of equally good medoid sets it reaches (measured: +10% MAE on GSM8K).
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
-    return BinaryPoints(rank[pattern.reshape(-1)], counts[order], binary_distances(X, metric, rows=patterns[order]))
+    patterns = X[first[order]]
+    if metric not in ("manhattan", "euclidean") or len(order) <= DENSE_LIMIT:
+        distances = binary_distances(X, metric, rows=patterns)
+        words, masks, units, table, _ = _NO_BITS
+    else:
+        _, std = column_scale(X)
+        weights = 1.0 / std if metric == "manhattan" else 1.0 / std**2
+        words, table = _packed(patterns, weights)
+        masks, units = _weight_groups(weights, words.shape[0])
+        distances = np.zeros((0, 0))
+    pattern = rank[pattern.reshape(-1)]
+    return BinaryPoints(pattern, counts[order], distances, words, table, masks, units, metric == "euclidean")
+
+
+def _weight_groups(weights: np.ndarray, n_words: int) -> tuple[np.ndarray, np.ndarray]:
+    """Columns split into :data:`GROUPS` by weight: each group's bit mask and smallest weight (a shade less)."""
+    masks = np.zeros((GROUPS, n_words), dtype=np.uint64)
+    units = np.zeros(GROUPS)
+    for g, columns in enumerate(np.array_split(np.argsort(weights, kind="stable"), GROUPS)):
+        for c in columns:
+            masks[g, c // 64] |= np.uint64(1) << np.uint64(c % 64)
+        if len(columns):
+            units[g] = weights[columns].min() * (1.0 - 1e-12)
+    return masks, units
+
+
+def _packed(patterns: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Patterns packed 8 columns to a byte (padded to whole 64-bit words), and each byte's weight table."""
+    n_bytes = -(-patterns.shape[1] // 64) * 8 or 8
+    bits = np.zeros((patterns.shape[0], n_bytes), dtype=np.uint8)
+    packed = np.packbits(patterns.astype(bool), axis=1, bitorder="little")
+    bits[:, : packed.shape[1]] = packed
+    words = np.ascontiguousarray(bits.view("<u8").T).astype(np.uint64)
+    w = np.zeros(n_bytes * 8)
+    w[: len(weights)] = weights
+    table = np.zeros((n_bytes, 256))
+    for bit in range(8):  # bit by bit, in a fixed order: the same sum for the same columns
+        has = (np.arange(256) >> bit) & 1 == 1
+        table[:, has] += w[bit::8][:, None]
+    return words, table
 
 
 def k_medoids_binary(
-    points: BinaryPoints, n_clusters: int, *, fixed=(), random_state=None, max_iter: int = 100
+    points: BinaryPoints,
+    n_clusters: int,
+    *,
+    fixed=(),
+    random_state=None,
+    max_iter: int = 100,
+    sample: int = 0,
+    draws: int | None = None,
 ) -> KMedoidsResult:
     """K-Medoids of the rows behind ``points`` (FasterPAM on the weighted patterns).
 
@@ -146,6 +244,10 @@ def k_medoids_binary(
     are fewer distinct patterns than medoids, the remaining medoids are random further
     rows: they duplicate a pattern already chosen and, losing ties to it, own no items.
     Labels and medoids are row indices, fixed medoids first; ties go to the earlier medoid.
+
+    With ``sample`` > 0 (and more patterns than that), CLARA: ``draws`` (default :data:`DRAWS`) times, FasterPAM
+    on ``sample`` random patterns (the fixed ones always among them, each weighted by
+    its count); the medoids of lowest cost on all patterns are kept.
 
     Examples
     --------
@@ -159,22 +261,74 @@ def k_medoids_binary(
     n = points.n_points
     if not len(fixed) <= n_clusters <= n:
         raise TailoredBenchError(f"cannot choose {n_clusters} medoids ({len(fixed)} fixed) among {n} points")
-    fixed_patterns = list(dict.fromkeys(points.pattern[fixed].tolist()))
-    n_patterns = len(points.counts)
+    fixed_patterns = np.array(list(dict.fromkeys(points.pattern[fixed].tolist())), dtype=np.int64)
+    n_patterns = points.n_patterns
     k = len(fixed_patterns) + min(n_clusters - len(fixed), n_patterns - len(fixed_patterns))
-    result = k_medoids(
-        points.distances, k, fixed=fixed_patterns, weights=points.counts, random_state=rng, max_iter=max_iter
-    )
+    if sample and k < sample < n_patterns:
+        chosen_patterns, n_swaps = _clara(points, k, fixed_patterns, rng, max_iter, sample, draws or DRAWS)
+    else:
+        chosen_patterns, n_swaps = _pam(points, k, fixed_patterns, rng, max_iter)
     # A random row of each pattern, not the first: which of identical items a target is
     # asked is then part of each run's randomness rather than fixed by item order.
-    chosen = [int(rng.choice(np.flatnonzero(points.pattern == p))) for p in result.medoids[len(fixed_patterns) :]]
+    chosen = [int(rng.choice(np.flatnonzero(points.pattern == p))) for p in chosen_patterns[len(fixed_patterns) :]]
     missing = n_clusters - len(fixed) - len(chosen)
     if missing:
         pool = np.setdiff1d(np.arange(n), np.concatenate([fixed, chosen]))
         chosen += rng.choice(pool, missing, replace=False).tolist()
     medoids = np.concatenate([fixed, np.asarray(chosen, dtype=np.int64)])
-    labels, nearest = assign(points.distances[points.pattern[medoids]][:, points.pattern])
-    return KMedoidsResult(medoids, labels, float(nearest.sum()), result.n_swaps)
+    labels, nearest = assign(points.between(points.pattern[medoids])[:, points.pattern])
+    return KMedoidsResult(medoids, labels, float(nearest.sum()), n_swaps)
+
+
+def _pam(points: BinaryPoints, k: int, fixed_patterns, rng, max_iter: int) -> tuple[np.ndarray, int]:
+    """FasterPAM on all patterns: the medoid patterns (fixed first) and the number of swaps."""
+    weights = points.counts.astype(np.float64)
+    free_pool = np.setdiff1d(np.arange(points.n_patterns), fixed_patterns)
+    n_free = k - len(fixed_patterns)
+    start = (
+        rng.choice(free_pool, n_free, replace=False, p=weights[free_pool] / weights[free_pool].sum()) if n_free else []
+    )
+    medoids = np.concatenate([fixed_patterns, np.sort(start)]).astype(np.int64)
+    if not n_free:
+        return medoids, 0
+    D = points.distances
+    n_swaps = _fasterpam(
+        D,
+        points.words,
+        points.masks,
+        points.units,
+        points.table,
+        points.root,
+        weights,
+        medoids,
+        len(fixed_patterns),
+        max_iter,
+    )
+    return medoids, int(n_swaps)
+
+
+def _clara(points: BinaryPoints, k: int, fixed_patterns, rng, max_iter: int, sample: int, draws: int):
+    """CLARA over ``draws`` samples of ``sample`` patterns: the medoid patterns of lowest full cost."""
+    weights = points.counts.astype(np.float64)
+    free_pool = np.setdiff1d(np.arange(points.n_patterns), fixed_patterns)
+    best, best_cost, n_swaps = None, np.inf, 0
+    for _ in range(draws):
+        drawn = np.sort(rng.choice(free_pool, sample - len(fixed_patterns), replace=False))
+        subset = np.concatenate([fixed_patterns, drawn])
+        result = k_medoids(
+            points.between(subset, subset),
+            k,
+            fixed=np.arange(len(fixed_patterns)),
+            weights=weights[subset],
+            random_state=rng,
+            max_iter=max_iter,
+        )
+        medoids = subset[result.medoids]
+        cost = float(points.between(medoids).min(axis=0) @ weights)
+        n_swaps += result.n_swaps
+        if cost < best_cost:
+            best, best_cost = medoids, cost
+    return best, n_swaps
 
 
 def assign(medoid_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -183,15 +337,113 @@ def assign(medoid_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return labels, medoid_rows[labels, np.arange(medoid_rows.shape[1])]
 
 
+@intrinsic
+def _popcount(typingctx, value):
+    # LLVM's ctpop: one instruction on current CPUs.
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+
+    return types.uint64(types.uint64), codegen
+
+
+@intrinsic
+def _trailing_zeros(typingctx, value):
+    def codegen(context, builder, signature, args):
+        return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
+
+    return types.uint64(types.uint64), codegen
+
+
+# flags (bytes of 0 or 1) times this, shifted by 56: one bit per flag, the first flag lowest
+_GATHER = np.uint64(0x0102040810204080)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _distance(D, words, table, root, x, o):
+    # The distance between patterns x and o: kept, or summed from the byte tables.
+    if D.shape[0]:
+        return D[x, o]
+    s = 0.0
+    for j in range(words.shape[0]):
+        v = words[j, x] ^ words[j, o]
+        b = 8 * j
+        s += (
+            (table[b, v & 255] + table[b + 1, (v >> 8) & 255])
+            + (table[b + 2, (v >> 16) & 255] + table[b + 3, (v >> 24) & 255])
+        ) + (
+            (table[b + 4, (v >> 32) & 255] + table[b + 5, (v >> 40) & 255])
+            + (table[b + 6, (v >> 48) & 255] + table[b + 7, v >> 56])
+        )
+    # Rounded to 1e-9 as the kept distances are (tailoredbench.distances): equal sums tie.
+    s = np.floor(s * 1e9 + 0.5) / 1e9 if s > 0.0 else 0.0
+    return np.sqrt(s) if root else s
+
+
 @numba.njit(cache=True, nogil=True)
-def _nearest_two_of(D, medoids, o, near, second, dn, ds):
+def _limits(root, ds, limit):
+    # A point whose bound from the candidate (see _unsettled) reaches limit[o] is at least
+    # ds[o] away: no swap to the candidate moves it. 1e-9 covers the rounding of distances.
+    for o in range(ds.shape[0]):
+        limit[o] = (ds[o] * ds[o] if root else ds[o]) + 1e-9
+
+
+@numba.njit(cache=True, nogil=True)
+def _unsettled(words, masks, units, x, limit, flags):
+    # flags[o]: the bound (each weight group's smallest weight times its differing columns,
+    # one popcount each) leaves open whether x is within ds[o] of o.
+    if words.shape[0] == 1:  # up to 64 columns: a loop the compiler vectorises
+        _unsettled_one_word(
+            words[0],
+            x,
+            masks[0, 0],
+            masks[1, 0],
+            masks[2, 0],
+            masks[3, 0],
+            units[0],
+            units[1],
+            units[2],
+            units[3],
+            limit,
+            flags,
+        )
+        return
+    for o in range(words.shape[1]):
+        bound = 0.0
+        for j in range(words.shape[0]):
+            v = words[j, x] ^ words[j, o]
+            for g in range(GROUPS):
+                bound += units[g] * _popcount(v & masks[g, j])
+        flags[o] = bound < limit[o]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _unsettled_one_word(words, x, m0, m1, m2, m3, u0, u1, u2, u3, limit, flags):
+    wx = words[x]
+    for o in range(words.shape[0]):
+        v = wx ^ words[o]
+        bound = u0 * _popcount(v & m0) + u1 * _popcount(v & m1) + u2 * _popcount(v & m2) + u3 * _popcount(v & m3)
+        flags[o] = bound < limit[o]
+
+
+@numba.njit(cache=True, nogil=True)
+def _between(words, table, root, rows, cols):
+    D = np.empty((0, 0))
+    out = np.empty((rows.shape[0], cols.shape[0]))
+    for i in range(rows.shape[0]):
+        for j in range(cols.shape[0]):
+            out[i, j] = _distance(D, words, table, root, rows[i], cols[j])
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _nearest_two_of(D, words, table, root, medoids, o, near, second, dn, ds):
     # Nearest and second-nearest medoid of point o, ties to the earlier position.
     dn[o] = np.inf
     ds[o] = np.inf
     near[o] = -1
     second[o] = -1
     for p in range(medoids.shape[0]):
-        d = D[medoids[p], o]
+        d = _distance(D, words, table, root, medoids[p], o)
         if d < dn[o]:
             ds[o] = dn[o]
             second[o] = near[o]
@@ -203,17 +455,16 @@ def _nearest_two_of(D, medoids, o, near, second, dn, ds):
 
 
 @numba.njit(cache=True, nogil=True)
-def _after_swap(D, medoids, p, x, near, second, dn, ds):
+def _after_swap(D, words, table, root, medoids, p, x, near, second, dn, ds):
     # Medoid position p now holds x: update the caches in O(n), falling back to a
     # full O(k) scan only for points that lost their nearest or second medoid.
-    row = D[x]
-    for o in range(D.shape[0]):
-        d = row[o]
+    for o in range(near.shape[0]):
+        d = _distance(D, words, table, root, x, o)
         if near[o] == p:
             if d <= ds[o]:
                 dn[o] = d
             else:
-                _nearest_two_of(D, medoids, o, near, second, dn, ds)
+                _nearest_two_of(D, words, table, root, medoids, o, near, second, dn, ds)
         elif d < dn[o]:
             second[o] = near[o]
             ds[o] = dn[o]
@@ -223,16 +474,28 @@ def _after_swap(D, medoids, p, x, near, second, dn, ds):
             if d <= ds[o]:
                 ds[o] = d
             else:
-                _nearest_two_of(D, medoids, o, near, second, dn, ds)
+                _nearest_two_of(D, words, table, root, medoids, o, near, second, dn, ds)
         elif d < ds[o]:
             second[o] = p
             ds[o] = d
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _score(o, d, w, near, dn, ds, delta):
+    # Point o, at distance d < ds[o] from the candidate: what the swap changes for it.
+    # Returns the change shared by every medoid removed; adds the rest to delta[near[o]].
+    if d < dn[o]:
+        delta[near[o]] += w[o] * (dn[o] - ds[o])
+        return w[o] * (d - dn[o])
+    delta[near[o]] += w[o] * (d - ds[o])
+    return 0.0
+
+
 @numba.njit(cache=True, nogil=True)
-def _fasterpam(D, w, medoids, n_fixed, max_iter):
-    n = D.shape[0]
+def _fasterpam(D, words, masks, units, table, root, w, medoids, n_fixed, max_iter):
+    n = w.shape[0]
     k = medoids.shape[0]
+    kept = D.shape[0] > 0
     is_medoid = np.zeros(n, dtype=np.bool_)
     for p in range(k):
         is_medoid[medoids[p]] = True
@@ -241,7 +504,12 @@ def _fasterpam(D, w, medoids, n_fixed, max_iter):
     dn = np.empty(n)
     ds = np.empty(n)
     for o in range(n):
-        _nearest_two_of(D, medoids, o, near, second, dn, ds)
+        _nearest_two_of(D, words, table, root, medoids, o, near, second, dn, ds)
+    limit = np.empty(n)
+    flags = np.zeros(-(-n // 8) * 8, dtype=np.uint8)
+    flag_words = flags.view(np.uint64)
+    if not kept:
+        _limits(root, ds, limit)
     removal = np.zeros(k)
     for o in range(n):
         removal[near[o]] += w[o] * (ds[o] - dn[o])
@@ -258,19 +526,26 @@ def _fasterpam(D, w, medoids, n_fixed, max_iter):
             break
         since_swap += 1
         if not is_medoid[x]:
-            row = D[x]
             shared = 0.0
             for p in range(k):
                 delta[p] = removal[p]
-            for o in range(n):
-                d = row[o]
-                if d >= ds[o]:  # most points: x is farther than both nearest medoids
-                    continue
-                if d < dn[o]:
-                    shared += w[o] * (d - dn[o])
-                    delta[near[o]] += w[o] * (dn[o] - ds[o])
-                else:
-                    delta[near[o]] += w[o] * (d - ds[o])
+            if kept:
+                row = D[x]
+                for o in range(n):
+                    if row[o] < ds[o]:  # most points: x is farther than both nearest medoids
+                        shared += _score(o, row[o], w, near, dn, ds, delta)
+            else:
+                _unsettled(words, masks, units, x, limit, flags)
+                # most points are settled by the bound, without the distance: 8 flags to a word,
+                # gathered to 8 bits and visited by their trailing zeros (no branch per point)
+                for block in range(flag_words.shape[0]):
+                    bits = ((flag_words[block] * _GATHER) >> np.uint64(56)) & np.uint64(255)
+                    while bits:
+                        o = 8 * block + _trailing_zeros(bits)
+                        bits &= bits - np.uint64(1)
+                        d = _distance(D, words, table, root, x, o)
+                        if d < ds[o]:
+                            shared += _score(o, d, w, near, dn, ds, delta)
             best = n_fixed
             for p in range(n_fixed + 1, k):
                 if delta[p] < delta[best]:
@@ -281,7 +556,9 @@ def _fasterpam(D, w, medoids, n_fixed, max_iter):
                 medoids[best] = x
                 n_swaps += 1
                 since_swap = 0
-                _after_swap(D, medoids, best, x, near, second, dn, ds)
+                _after_swap(D, words, table, root, medoids, best, x, near, second, dn, ds)
+                if not kept:
+                    _limits(root, ds, limit)
                 for p in range(k):
                     removal[p] = 0.0
                 for o in range(n):

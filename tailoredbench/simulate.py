@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,7 +16,7 @@ from .conformal import difficulty, interval
 from .datasets.benchmarks import Benchmark, load_benchmark
 from .datasets.matrix import ResponseMatrix
 from .errors import TailoredBenchError, check_integer
-from .intervals import pseudo_targets, revealed_unlikeness
+from .intervals import pseudo_targets_of, revealed_unlikeness
 from .methods import METHODS, Method, get_method, name_options, split_name
 from .metrics import summarize
 from .oracle import Oracle
@@ -129,6 +130,41 @@ def _prepare(source, budgets, settings: dict[str, dict]) -> dict[str, dict]:
     return prepared
 
 
+@contextmanager
+def dask_client(backend: str | None, scheduler: str | None, n_jobs: int):
+    """The dask client the runs go through: one connected to ``scheduler`` (``"local"``: a
+    cluster of ``n_jobs`` processes on this machine) or, without it, the current one."""
+    if backend != "dask":
+        yield None
+        return
+    try:
+        import distributed
+    except ImportError:
+        raise TailoredBenchError("the dask backend needs distributed: pip install 'tailoredbench[dask]'") from None
+    if scheduler is None:
+        try:
+            client = distributed.get_client()
+        except ValueError:
+            raise TailoredBenchError("no dask client: give a scheduler address (or 'local') or start one") from None
+        yield client
+        return
+    with ExitStack() as stack:
+        if scheduler == "local":
+            cluster = stack.enter_context(
+                distributed.LocalCluster(
+                    n_workers=max(n_jobs, 1), threads_per_worker=1, dashboard_address=None, silence_logs="error"
+                )
+            )
+            address = cluster.scheduler_address
+        else:
+            address = scheduler
+        try:
+            client = stack.enter_context(distributed.Client(address, timeout="10s"))
+        except (OSError, TimeoutError) as error:
+            raise TailoredBenchError(f"cannot reach the dask scheduler at {scheduler}: {error}") from None
+        yield client
+
+
 def _exact_where_all_seen(estimates, oracle: Oracle) -> np.ndarray:
     """A target whose every item was asked gets its accuracy on them, whatever the method would say."""
     estimates = np.array(estimates, dtype=float)
@@ -183,6 +219,7 @@ def simulate(
     method_options: dict | None = None,
     interval: float | None = None,
     backend: str | None = None,
+    scheduler: str | None = None,
     progress: bool = False,
 ) -> Simulation:
     """Estimate every target's accuracy with each method, repeated over runs and budgets.
@@ -212,8 +249,13 @@ def simulate(
         models (:mod:`tailoredbench.intervals`); ``results`` gains ``interval_low``
         and ``interval_high`` and ``summary`` the empirical ``coverage`` and mean
         ``width``.
-    backend : str, optional
-        A joblib backend name (``"loky"``, ``"threading"``, ``"dask"``, ...).
+    backend : {None, "loky", "threading", "dask"}
+        The joblib backend; ``None`` is joblib's default (processes). With ``"dask"``
+        the runs go to a dask cluster: ``scheduler``'s, else the current
+        ``distributed.Client``'s. The numbers are the same as on one machine.
+    scheduler : str, optional
+        With ``backend="dask"``: the address of a dask scheduler, e.g.
+        ``"tcp://10.0.0.5:8786"``, or ``"local"`` for a cluster of ``n_jobs`` processes here.
     progress : bool
         Show a tqdm progress bar.
 
@@ -249,6 +291,8 @@ def simulate(
         raise TailoredBenchError(f"n_jobs must be at least 1 (or -1 for every core), got {n_jobs}")
     if backend not in BACKENDS:
         raise TailoredBenchError(f"unknown backend {backend!r}; choose from: {', '.join(map(str, BACKENDS))}")
+    if scheduler is not None and backend != "dask":
+        raise TailoredBenchError("a dask scheduler applies to the dask backend only")
     settings_of = method_settings(methods, {"g_size": g_size, "distance": distance}, method_options)
     check_inputs(bench, budgets, settings_of)
     if interval is not None:
@@ -263,7 +307,7 @@ def simulate(
     # Processes by default (threads measured slower: the per-target Python work holds
     # the GIL); any joblib backend can be asked for, e.g. "dask" for a cluster.
     config = {"n_jobs": n_jobs} if backend is None else {"backend": backend, "n_jobs": n_jobs}
-    with parallel_config(**config):
+    with dask_client(backend, scheduler, n_jobs), parallel_config(**config):
         tasks = Parallel(return_as="generator")(
             delayed(_one_run)(r, settings_of, prepared, source, target, budgets, seed, interval is not None)
             for r in range(runs)
@@ -315,13 +359,14 @@ def _with_intervals(results, settings, source, budgets, seed, level, prepared):
     results["interval_low"] = np.nan
     results["interval_high"] = np.nan
     calibration = {}
-    for name, options in settings.items():
+    for base, names in _by_base(settings).items():
         # fitted combination weights (TailoredBench+) are reused in the folds rather than refitted in each
-        fitted = prepared[split_name(name)[0]]
-        options = _shared(options)
-        if "weights" in fitted:
-            options["weights"] = fitted["weights"]
-        calibration[name] = pseudo_targets(name, source, budgets, seed=seed, **options)
+        options = _shared(settings[names[0]])
+        if "weights" in prepared[base]:
+            options["weights"] = prepared[base]["weights"]
+        # a method's variants share one pass over the folds, as they share one pass over the runs
+        calibration.update(pseudo_targets_of(names, source, budgets, seed=seed, **options))
+    for name in settings:
         for budget in budgets:
             rows = (results["method"] == name) & (results["budget"] == budget)
             q = calibration[name][budget].quantile(level=level)

@@ -39,6 +39,7 @@ def g_set(
     distance: str = "manhattan",
     random_state=None,
     points: BinaryPoints | None = None,
+    sample: int = 0,
 ) -> np.ndarray:
     """The G-set: ``g_size`` medoid items of the source models' correctness.
 
@@ -56,6 +57,9 @@ def g_set(
     points : BinaryPoints, optional
         Precomputed ``binary_points(source.T, distance)``; it depends only on the
         source models, so a simulation computes it once for all runs.
+    sample : int, default 0
+        0: exact K-Medoids. More: CLARA on samples of this many items, an approximation
+        for very large matrices (:func:`~tailoredbench.kmedoids.k_medoids_binary`).
 
     Returns
     -------
@@ -73,7 +77,7 @@ def g_set(
         points = binary_points(np.asarray(source, dtype=float).T, check_distance(distance))
     if not 0 < g_size < points.n_points:
         raise TailoredBenchError(f"g_size={g_size} must be between 1 and the item count - 1")
-    result = k_medoids_binary(points, g_size, random_state=random_state, max_iter=MAX_ITER)
+    result = k_medoids_binary(points, g_size, random_state=random_state, max_iter=MAX_ITER, sample=sample)
     return np.sort(result.medoids)
 
 
@@ -204,6 +208,7 @@ def n_set(
     distance: str = "manhattan",
     random_state=None,
     points: BinaryPoints | None = None,
+    sample: int = 0,
 ) -> Probe:
     """Extend the G-set to ``budget`` items by K-Medoids on the native sources' embedding.
 
@@ -227,6 +232,8 @@ def n_set(
         Seeds the initial free medoids.
     points : BinaryPoints, optional
         Precomputed ``binary_points(source[native_sources].T, distance)``, shared across budgets.
+    sample : int, default 0
+        As in :func:`g_set`.
 
     Returns
     -------
@@ -243,7 +250,7 @@ def n_set(
     if points is None:
         points = binary_points(np.asarray(source, dtype=float)[native_sources].T, check_distance(distance))
     check_budget(budget, len(g_set), points.n_points)
-    result = k_medoids_binary(points, budget, fixed=g_set, random_state=random_state, max_iter=MAX_ITER)
+    result = k_medoids_binary(points, budget, fixed=g_set, random_state=random_state, max_iter=MAX_ITER, sample=sample)
     return Probe(g_set, native_sources, result.medoids[len(g_set) :], result.labels)
 
 

@@ -167,3 +167,41 @@ def test_fewer_patterns_than_medoids_pads_with_distinct_rows():
     result = k_medoids_binary(binary_points(X), 5, fixed=[0], random_state=0)
     assert len(set(result.medoids.tolist())) == 5 and result.medoids[0] == 0
     assert result.cost == 0.0
+
+
+@pytest.mark.parametrize("metric", ["manhattan", "euclidean"])
+@pytest.mark.parametrize("seed", range(4))
+def test_distances_computed_as_needed_give_the_kept_distances_medoids(monkeypatch, metric, seed):
+    # Beyond DENSE_LIMIT patterns no distance matrix is kept; the medoids must not change.
+    from tailoredbench import kmedoids
+
+    X = (np.random.default_rng(seed).random((300, 70)) < 0.4).astype(float)  # 70 columns: two words
+    kept = binary_points(X, metric)
+    monkeypatch.setattr(kmedoids, "DENSE_LIMIT", 0)
+    streamed = binary_points(X, metric)
+    assert kept.distances.shape == (300, 300) and streamed.distances.shape == (0, 0)
+    assert np.allclose(streamed.between(np.arange(300)), kept.distances, atol=2e-9)
+    a = k_medoids_binary(kept, 12, fixed=[5, 9], random_state=seed)
+    b = k_medoids_binary(streamed, 12, fixed=[5, 9], random_state=seed)
+    assert a.medoids.tolist() == b.medoids.tolist() and a.labels.tolist() == b.labels.tolist()
+    assert np.isclose(a.cost, b.cost)
+
+
+def test_streamed_distances_on_up_to_64_columns(monkeypatch):
+    from tailoredbench import kmedoids
+
+    X = (np.random.default_rng(3).random((400, 33)) < 0.5).astype(float)
+    kept = k_medoids_binary(binary_points(X), 20, fixed=[0], random_state=1)
+    monkeypatch.setattr(kmedoids, "DENSE_LIMIT", 0)
+    streamed = k_medoids_binary(binary_points(X), 20, fixed=[0], random_state=1)
+    assert kept.medoids.tolist() == streamed.medoids.tolist()
+
+
+def test_clara_keeps_fixed_medoids_and_is_close_to_exact():
+    X = (np.random.default_rng(4).random((600, 20)) < 0.5).astype(float)
+    points = binary_points(X)
+    exact = k_medoids_binary(points, 15, fixed=[3, 7], random_state=0)
+    clara = k_medoids_binary(points, 15, fixed=[3, 7], random_state=0, sample=200, draws=3)
+    assert clara.medoids[:2].tolist() == [3, 7] and len(set(clara.medoids.tolist())) == 15
+    assert exact.cost <= clara.cost <= 1.15 * exact.cost
+    assert np.isclose(clara.cost, binary_distances(X)[clara.medoids].min(axis=0).sum())

@@ -1,10 +1,13 @@
 """The simulation runner: determinism across workers and backends."""
 
+import json
+
 import numpy as np
 import pytest
 
 from conftest import synthetic_matrix
 from tailoredbench import simulate
+from tailoredbench.errors import TailoredBenchError
 
 
 def test_same_numbers_on_a_dask_cluster_as_locally():
@@ -19,6 +22,38 @@ def test_same_numbers_on_a_dask_cluster_as_locally():
         with distributed.Client(cluster):
             remote = simulate(bench, methods=methods, budgets=[12, 18], runs=3, g_size=5, n_jobs=2, backend="dask")
     assert np.array_equal(local.results["estimate"].to_numpy(), remote.results["estimate"].to_numpy())
+
+
+def test_a_multi_process_dask_cluster_by_address_from_python_and_the_command_line(tmp_path, capsys):
+    distributed = pytest.importorskip("distributed")
+    from tailoredbench.cli import main
+
+    data = synthetic_matrix(40, 90, 11)  # SYNTHETIC
+    path = tmp_path / "matrix.npy"
+    np.save(path, data)
+    args = ["simulate", "--matrix", str(path), "--budget", "12", "--runs", "3", "--g-size", "5", "--no-interval"]
+    assert main([*args, "--json"]) == 0
+    local = capsys.readouterr().out
+    bench = (data[::2], data[1::2])
+    one = simulate(bench, budgets=[12, 18], runs=3, g_size=5)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+        address = cluster.scheduler_address
+        remote = simulate(bench, budgets=[12, 18], runs=3, g_size=5, n_jobs=2, backend="dask", scheduler=address)
+        assert main([*args, "--json", "--jobs", "2", "--backend", "dask", "--scheduler", address]) == 0
+    assert np.array_equal(one.results["estimate"].to_numpy(), remote.results["estimate"].to_numpy())
+    timeless = [
+        {k: v for k, v in json.loads(out).items() if k != "seconds_per_run"} for out in (local, capsys.readouterr().out)
+    ]
+    assert timeless[0] == timeless[1]
+
+
+def test_a_scheduler_needs_the_dask_backend_and_dask_needs_a_client():
+    pytest.importorskip("distributed")
+    bench = (synthetic_matrix(10, 30, 1)[::2], synthetic_matrix(10, 30, 1)[1::2])
+    with pytest.raises(TailoredBenchError, match="dask backend only"):
+        simulate(bench, budgets=[8], runs=1, g_size=3, scheduler="tcp://127.0.0.1:8786")
+    with pytest.raises(TailoredBenchError, match="no dask client"):
+        simulate(bench, budgets=[8], runs=1, g_size=3, backend="dask")
 
 
 def test_tidy_results_and_summary_shape():

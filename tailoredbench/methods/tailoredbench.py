@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import rng
 from ..distances import check_distance
+from ..errors import TailoredBenchError
 from ..kmedoids import binary_points
 from ..oracle import Oracle
 from ..tailored import (
@@ -49,16 +50,20 @@ def probes(
     distance: str,
     n_native: int | None = None,
     native_offset: int = 0,
+    sample: int = 0,
 ):
     """Steps 1-3 of one repetition: yield an :class:`Answered` per target and budget.
 
     ``n_native`` and ``native_offset`` override the adaptive native-source rule
-    (see :func:`~tailoredbench.tailored.native_rows`).
+    (see :func:`~tailoredbench.tailored.native_rows`); ``sample`` > 0 chooses every
+    medoid by CLARA on samples of that many items (:func:`~tailoredbench.tailored.g_set`).
     """
     budgets = sorted(oracles)
     for budget in budgets:
         check_budget(budget, g_size, source.shape[1])
-    g_items = g_set(source, g_size, random_state=rng.stream(key, rng.G_SET), points=prepared["points"])
+    if sample and sample <= budgets[-1]:
+        raise TailoredBenchError(f"sample {sample} must exceed the largest budget {budgets[-1]} (or be 0: exact)")
+    g_items = g_set(source, g_size, random_state=rng.stream(key, rng.G_SET), points=prepared["points"], sample=sample)
     g_target = oracles[budgets[0]].ask(g_items)
     for budget in budgets[1:]:
         oracles[budget].ask(g_items)
@@ -70,7 +75,13 @@ def probes(
         native_mean = native.mean(axis=0)
         for budget in budgets:
             probe = n_set(
-                source, rows, g_items, budget, random_state=rng.stream(key, rng.N_SET, t, budget), points=points
+                source,
+                rows,
+                g_items,
+                budget,
+                random_state=rng.stream(key, rng.N_SET, t, budget),
+                points=points,
+                sample=sample,
             )
             yield budget, Answered(t, probe, native_mean, oracles[budget].ask(probe.items, targets=[t])[0])
 
@@ -80,13 +91,15 @@ class TailoredBenchMethod(Method):
 
     Options: ``g_size``, ``distance``; ``calibrate=False`` is the ablation's
     uncalibrated arm; ``n_native`` and ``native_offset`` fix the native sources to a
-    count or consistency band instead of the adaptive rule.
+    count or consistency band instead of the adaptive rule; ``sample`` (0, exact, by
+    default) is the large-matrix approximation: K-Medoids by CLARA on samples of that
+    many items.
     """
 
     name = "tailoredbench"
     kind = "tailored"
     options = MappingProxyType(
-        {"g_size": 10, "distance": "manhattan", "calibrate": True, "n_native": None, "native_offset": 0}
+        {"g_size": 10, "distance": "manhattan", "calibrate": True, "n_native": None, "native_offset": 0, "sample": 0}
     )
     real_use = True
 
