@@ -1,7 +1,18 @@
-"""Speed and memory of the TailoredBench simulation on GSM8K (75 source, 75 target models).
+"""Speed and memory of the TailoredBench simulation: ``make bench`` prints figures, asserts nothing.
 
-Prints figures, asserts nothing: ``make bench``. Reference point: the paper's official
-code takes about 100 s for one run of 75 targets at budget 20 on this 2-core machine.
+Three parts, each beside the figures measured before the scale work (issue 17, same
+2-core machine, one worker, budget 30):
+
+1. GSM8K (75 source, 75 target models, 1319 items): seconds per run, and what the
+   90% intervals add. The paper's official code takes about 100 s per run here.
+2. Scaling on SYNTHETIC 2PL matrices (half the models sources): seconds per target
+   model of one run (its share of the G-set included) and the process's peak memory,
+   exact and with the large-matrix option (each N-set by CLARA on samples of 750
+   items, ``--sample 750``).
+3. What the large-matrix option costs in accuracy: MAE exact against sampled, on
+   GSM8K, ARC-Challenge and a synthetic matrix.
+
+Each scaling point runs in a fresh process, so that its peak memory is its own.
 """
 
 from __future__ import annotations
@@ -10,51 +21,162 @@ import argparse
 import json
 import os
 import resource
+import subprocess
 import sys
 import time
 
-from tailoredbench import load_benchmark, simulate
+SAMPLE = 750
+#: (models, items): seconds per target and peak GB measured before (issue 17).
+BEFORE = {(3000, 1000): (0.032, 0.5), (800, 10042): (1.07, 2.9), (200, 14042): (2.2, 4.85)}
+SCALING = [(200, 1000), (200, 5000), (200, 10000), (200, 14042), (200, 50000), (1000, 1000), (3000, 1000), (800, 10042)]
 
 
-def timed(label, **kwargs):
+def _targets(items: int) -> int:
+    """Targets timed per point: fewer where each takes seconds."""
+    return 100 if items <= 5000 else 20 if items <= 15000 else 4
+
+
+def one_point(models: int, items: int, sample: int) -> dict:
+    """One run at budget 30, one worker, no interval, in this process.
+
+    The G-set is chosen once per run for all targets; it is timed on its own, and the
+    seconds per target are those of one run with every target of the matrix:
+    ``(run - G-set) / targets timed + G-set / all targets``.
+    """
+    from tailoredbench.datasets.benchmarks import Benchmark
+    from tailoredbench.datasets.synthetic import synthetic_2pl
+    from tailoredbench.kmedoids import binary_points
+    from tailoredbench.simulate import simulate
+    from tailoredbench.tailored import g_set
+
+    bench = synthetic_2pl(models, items)
+    all_targets = bench.target.n_models
+    n_targets = min(_targets(items), all_targets)
+    bench = Benchmark(bench.name, bench.source, bench.target.take_models(range(n_targets)), bench.provenance)
+    simulate(synthetic_2pl(20, 300), budgets=[30], runs=1, g_size=10)  # compile outside the timing
     start = time.perf_counter()
-    sim = simulate(**kwargs)
+    g_set(bench.source.values, 10, random_state=0, points=binary_points(bench.source.values.T))
+    g_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    sim = simulate(bench, budgets=[30], runs=1, n_jobs=1, method_options={"sample": sample} if sample else None)
     seconds = time.perf_counter() - start
-    row = sim.summary.iloc[0]
+    per_target = max(seconds - g_seconds, 0.0) / n_targets
+    return {
+        "seconds_per_target": per_target + g_seconds / all_targets,
+        "seconds_per_target_without_g_set": per_target,
+        "g_set_seconds": g_seconds,
+        "targets_timed": n_targets,
+        "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
+        "mae": float(sim.summary["mae"].iloc[0]),
+    }
+
+
+def _point_in_a_fresh_process(models: int, items: int, sample: int) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--point", str(models), str(items), str(sample)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def gsm8k_figures(runs: int) -> dict:
+    from tailoredbench import load_benchmark, simulate
+
+    bench = load_benchmark("gsm8k")
+    simulate(bench, budgets=[30], runs=2, n_jobs=2)  # compile and start the worker pool once
+    figures = {}
+    for jobs in (1, 2):
+        start = time.perf_counter()
+        simulate(bench, budgets=[30], runs=runs, n_jobs=jobs)
+        figures[f"seconds_per_run_jobs{jobs}"] = (time.perf_counter() - start) / runs
+    start = time.perf_counter()
+    simulate(bench, budgets=[30], runs=runs, n_jobs=1, interval=0.9)
+    figures["seconds_per_run_with_intervals_jobs1"] = (time.perf_counter() - start) / runs
+    figures["intervals_add"] = figures["seconds_per_run_with_intervals_jobs1"] / figures["seconds_per_run_jobs1"] - 1
+    print(f"GSM8K, budget 30, {runs} runs (before: 0.55 s per run on 1 worker; intervals added 150%)")
+    print(f"  1 worker   {figures['seconds_per_run_jobs1']:.3f} s per run")
+    print(f"  2 workers  {figures['seconds_per_run_jobs2']:.3f} s per run")
     print(
-        f"{label:<44} {seconds:7.1f} s total  {seconds / kwargs['runs']:6.2f} s/run   "
-        f"MAE {row['mae']:.4f}  tau {row['kendall_tau']:.3f}",
+        f"  1 worker, 90% intervals  {figures['seconds_per_run_with_intervals_jobs1']:.3f} s per run: "
+        f"intervals add {figures['intervals_add']:.0%}",
         flush=True,
     )
-    return seconds, sim
+    return figures
+
+
+def scaling_table() -> list[dict]:
+    print(
+        "\nScaling, SYNTHETIC 2PL, one run at budget 30, one worker: seconds per target of a run with every target "
+        "(its share of the G-set included), the process's peak memory, and the MAE of the targets timed"
+    )
+    print(
+        f"{'models (targets) x items':>26} | {'G-set s':>7} | {'exact s/target':>14} | {'peak GB':>7} | {'MAE':>6} | "
+        f"{'sample s/target':>15} | {'peak GB':>7} | {'MAE':>6} | before: s/target, peak GB"
+    )
+    rows = []
+    for models, items in SCALING:
+        exact = _point_in_a_fresh_process(models, items, 0)
+        sampled = _point_in_a_fresh_process(models, items, SAMPLE)
+        before = BEFORE.get((models, items))
+        label = f"{models} ({models // 2}) x {items}"
+        print(
+            f"{label:>26} | {exact['g_set_seconds']:7.2f} | {exact['seconds_per_target']:14.3f} | "
+            f"{exact['peak_gb']:7.2f} | {exact['mae']:6.4f} | {sampled['seconds_per_target']:15.3f} | "
+            f"{sampled['peak_gb']:7.2f} | {sampled['mae']:6.4f} | "
+            + (f"{before[0]:.3f}, {before[1]:.2f}" if before else "-"),
+            flush=True,
+        )
+        rows.append({"models": models, "items": items, "exact": exact, "sample": sampled})
+    print("(targets timed: 100 up to 5000 items, 20 up to 15000, 4 beyond; the same targets for both columns)")
+    return rows
+
+
+def sample_accuracy(runs: int) -> list[dict]:
+    from tailoredbench import load_benchmark, simulate
+    from tailoredbench.datasets.synthetic import synthetic_2pl
+    from tailoredbench.kmedoids import DRAWS
+
+    print(f"\nThe large-matrix option's accuracy cost (budget 30, CLARA: {DRAWS} samples of {SAMPLE} items)")
+    rows = []
+    cases = [("gsm8k", runs), ("arc_challenge", runs), ("synthetic 200 x 6000", 2)]
+    for name, n_runs in cases:
+        bench = synthetic_2pl(200, 6000) if name.startswith("synthetic") else load_benchmark(name)
+        maes = {}
+        for sample in (0, SAMPLE):
+            options = {"sample": sample} if sample else None
+            sim = simulate(bench, budgets=[30], runs=n_runs, n_jobs=2, method_options=options)
+            maes[sample] = (float(sim.summary["mae"].iloc[0]), float(sim.summary["mae_se"].iloc[0]))
+        ratio = maes[SAMPLE][0] / maes[0][0]
+        print(
+            f"  {name:<22} MAE exact {maes[0][0]:.4f} ± {maes[0][1]:.4f}, sampled {maes[SAMPLE][0]:.4f} ± "
+            f"{maes[SAMPLE][1]:.4f}: {ratio - 1:+.1%} ({n_runs} runs)",
+            flush=True,
+        )
+        rows.append({"benchmark": name, "runs": n_runs, "mae_exact": maes[0], "mae_sampled": maes[SAMPLE]})
+    return rows
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=100, help="runs of the full grid")
-    parser.add_argument("--quick", action="store_true", help="10 runs of the grid instead of 100")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=20, help="runs of the GSM8K and accuracy figures")
+    parser.add_argument("--only", choices=["gsm8k", "scaling", "sample"], help="one part only")
+    parser.add_argument("--point", nargs=3, type=int, metavar=("MODELS", "ITEMS", "SAMPLE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    grid_runs = 10 if args.quick else args.runs
+    if args.point:
+        print(json.dumps(one_point(*args.point)))
+        return 0
     os.environ.setdefault("PYTHONHASHSEED", "0")
-    bench = load_benchmark("gsm8k")
-    # Compile (numba cache) and start the worker pool once, as a notebook session would.
-    simulate(bench, budgets=[20], runs=2, n_jobs=2)
     print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}")
     results = {}
-    for jobs in (1, 2):
-        seconds, _ = timed(f"budget 20, 20 runs, jobs={jobs}", benchmark=bench, budgets=[20], runs=20, n_jobs=jobs)
-        results[f"seconds_per_run_budget20_jobs{jobs}"] = seconds / 20
-    seconds, _ = timed(
-        f"grid: budgets 20-40, {grid_runs} runs, jobs=2",
-        benchmark=bench,
-        budgets=[20, 25, 30, 35, 40],
-        runs=grid_runs,
-        n_jobs=2,
-    )
-    results[f"grid_{grid_runs}_runs_seconds"] = seconds
-    # The worker pool outlives this script's timing, so only the main process is measured.
-    results["peak_rss_mb_main_process"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps(results, indent=1))
+    if args.only in (None, "gsm8k"):
+        results["gsm8k"] = gsm8k_figures(args.runs)
+    if args.only in (None, "scaling"):
+        results["scaling"] = scaling_table()
+    if args.only in (None, "sample"):
+        results["sample"] = sample_accuracy(args.runs)
+    print(json.dumps(results))
     return 0
 
 

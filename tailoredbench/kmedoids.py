@@ -388,41 +388,26 @@ def _limits(root, ds, limit):
 
 
 @numba.njit(cache=True, nogil=True)
-def _unsettled(words, masks, units, x, limit, flags):
+def _unsettled(words, masks, units, x, limit, flags, bound):
     # flags[o]: the bound (each weight group's smallest weight times its differing columns,
-    # one popcount each) leaves open whether x is within ds[o] of o.
-    if words.shape[0] == 1:  # up to 64 columns: a loop the compiler vectorises
-        _unsettled_one_word(
-            words[0],
-            x,
-            masks[0, 0],
-            masks[1, 0],
-            masks[2, 0],
-            masks[3, 0],
-            units[0],
-            units[1],
-            units[2],
-            units[3],
-            limit,
-            flags,
-        )
-        return
-    for o in range(words.shape[1]):
-        bound = 0.0
-        for j in range(words.shape[0]):
-            v = words[j, x] ^ words[j, o]
-            for g in range(GROUPS):
-                bound += units[g] * _popcount(v & masks[g, j])
-        flags[o] = bound < limit[o]
+    # one popcount each) leaves open whether x is within ds[o] of o. Word by word, each
+    # a loop the compiler vectorises.
+    bound[:] = 0.0
+    for j in range(words.shape[0]):
+        _add_bound(
+            words[j], x, masks[0, j], masks[1, j], masks[2, j], masks[3, j], units[0], units[1], units[2], units[3],
+            bound,
+        )  # fmt: skip
+    for o in range(bound.shape[0]):
+        flags[o] = bound[o] < limit[o]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _unsettled_one_word(words, x, m0, m1, m2, m3, u0, u1, u2, u3, limit, flags):
+def _add_bound(words, x, m0, m1, m2, m3, u0, u1, u2, u3, bound):
     wx = words[x]
     for o in range(words.shape[0]):
         v = wx ^ words[o]
-        bound = u0 * _popcount(v & m0) + u1 * _popcount(v & m1) + u2 * _popcount(v & m2) + u3 * _popcount(v & m3)
-        flags[o] = bound < limit[o]
+        bound[o] += u0 * _popcount(v & m0) + u1 * _popcount(v & m1) + u2 * _popcount(v & m2) + u3 * _popcount(v & m3)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -506,6 +491,7 @@ def _fasterpam(D, words, masks, units, table, root, w, medoids, n_fixed, max_ite
     for o in range(n):
         _nearest_two_of(D, words, table, root, medoids, o, near, second, dn, ds)
     limit = np.empty(n)
+    bound = np.empty(n)
     flags = np.zeros(-(-n // 8) * 8, dtype=np.uint8)
     flag_words = flags.view(np.uint64)
     if not kept:
@@ -535,7 +521,7 @@ def _fasterpam(D, words, masks, units, table, root, w, medoids, n_fixed, max_ite
                     if row[o] < ds[o]:  # most points: x is farther than both nearest medoids
                         shared += _score(o, row[o], w, near, dn, ds, delta)
             else:
-                _unsettled(words, masks, units, x, limit, flags)
+                _unsettled(words, masks, units, x, limit, flags, bound)
                 # most points are settled by the bound, without the distance: 8 flags to a word,
                 # gathered to 8 bits and visited by their trailing zeros (no branch per point)
                 for block in range(flag_words.shape[0]):

@@ -90,6 +90,9 @@ def bad_inputs(tmp_path):
         "too few models": (["--matrix", _matrix(tmp_path, good[:3], "three.npy"), "--budget", "20"], "at least 4"),
         "unknown method": (["--benchmark", "gsm8k", "--method", "oracle"], "unknown method"),
         "unknown distance": (["--benchmark", "gsm8k", "--distance", "jaccard"], "unknown distance"),
+        "sample within budget": (["--benchmark", "gsm8k", "--sample", "30"], "must exceed the largest budget"),
+        "sample for a baseline": (["--benchmark", "gsm8k", "--method", "random", "--sample", "500"], "no option"),
+        "scheduler without dask": (["--benchmark", "gsm8k", "--scheduler", "tcp://x:1"], "dask backend only"),
     }
 
 
@@ -107,6 +110,9 @@ def bad_inputs(tmp_path):
         "too few models",
         "unknown method",
         "unknown distance",
+        "sample within budget",
+        "sample for a baseline",
+        "scheduler without dask",
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path, capsys):

@@ -71,3 +71,18 @@ def test_same_numbers_whatever_the_number_of_worker_processes():
     one = simulate(bench, methods=methods, budgets=[12, 18], runs=3, g_size=5, n_jobs=1)
     two = simulate(bench, methods=methods, budgets=[12, 18], runs=3, g_size=5, n_jobs=2)
     assert np.array_equal(one.results["estimate"].to_numpy(), two.results["estimate"].to_numpy())
+
+
+def test_the_large_matrix_option_is_explicit_and_checked():
+    data = synthetic_matrix(40, 400, 12)  # SYNTHETIC
+    bench = (data[::2], data[1::2])
+    exact = simulate(bench, budgets=[20], runs=2, g_size=5)
+    sampled = simulate(bench, budgets=[20], runs=2, g_size=5, method_options={"sample": 150})
+    again = simulate(bench, budgets=[20], runs=2, g_size=5, method_options={"sample": 150}, n_jobs=2)
+    assert not np.array_equal(exact.results["estimate"], sampled.results["estimate"])  # off by default
+    assert np.array_equal(sampled.results["estimate"], again.results["estimate"])
+    assert abs(sampled.summary["mae"].iloc[0] - exact.summary["mae"].iloc[0]) < 0.03
+    with pytest.raises(TailoredBenchError, match="must exceed the largest budget 20"):
+        simulate(bench, budgets=[20], runs=1, g_size=5, method_options={"sample": 20})
+    with pytest.raises(TailoredBenchError, match="has no option 'sample'"):
+        simulate(bench, methods=["random"], budgets=[20], runs=1, method_options={"sample": 100})

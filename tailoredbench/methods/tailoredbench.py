@@ -55,15 +55,16 @@ def probes(
     """Steps 1-3 of one repetition: yield an :class:`Answered` per target and budget.
 
     ``n_native`` and ``native_offset`` override the adaptive native-source rule
-    (see :func:`~tailoredbench.tailored.native_rows`); ``sample`` > 0 chooses every
-    medoid by CLARA on samples of that many items (:func:`~tailoredbench.tailored.g_set`).
+    (see :func:`~tailoredbench.tailored.native_rows`); ``sample`` > 0 chooses each
+    target's N-set by CLARA on samples of that many items (:func:`~tailoredbench.tailored.n_set`).
     """
     budgets = sorted(oracles)
     for budget in budgets:
         check_budget(budget, g_size, source.shape[1])
     if sample and sample <= budgets[-1]:
         raise TailoredBenchError(f"sample {sample} must exceed the largest budget {budgets[-1]} (or be 0: exact)")
-    g_items = g_set(source, g_size, random_state=rng.stream(key, rng.G_SET), points=prepared["points"], sample=sample)
+    # The G-set stays exact under `sample`: it is chosen once per run for all targets.
+    g_items = g_set(source, g_size, random_state=rng.stream(key, rng.G_SET), points=prepared["points"])
     g_target = oracles[budgets[0]].ask(g_items)
     for budget in budgets[1:]:
         oracles[budget].ask(g_items)
@@ -92,8 +93,8 @@ class TailoredBenchMethod(Method):
     Options: ``g_size``, ``distance``; ``calibrate=False`` is the ablation's
     uncalibrated arm; ``n_native`` and ``native_offset`` fix the native sources to a
     count or consistency band instead of the adaptive rule; ``sample`` (0, exact, by
-    default) is the large-matrix approximation: K-Medoids by CLARA on samples of that
-    many items.
+    default) is the large-matrix approximation: each target's N-set by CLARA on
+    samples of that many items (the G-set, chosen once per run, stays exact).
     """
 
     name = "tailoredbench"
