@@ -77,8 +77,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "--sample",
         type=_seed,
         default=0,
-        help="tailoredbench only: K-Medoids by CLARA on samples of this many items, for very large matrices "
-        "(0, the default: exact)",
+        help="tailoredbench only, for very large matrices: each target's N-set by CLARA on samples of this many "
+        "items (0, the default: exact)",
     )
     sim.add_argument(
         "--interval", type=float, default=0.9, help="level of each estimate's interval, calibrated on source models"

@@ -10,12 +10,13 @@ runs it on the distinct rows of a 0/1 matrix (:mod:`tailoredbench.distances`).
 
 Memory stays linear in the items. Up to :data:`DENSE_LIMIT` distinct rows, the
 distances between them are computed once (by matrix products) and kept; beyond it,
-each distance is computed when needed from the rows packed 8 columns to a byte (a
-table holds the weight sum of every byte value), and a candidate swap skips a point
-whose *lower bound* on the distance (the smallest column weight times the number of
-differing columns, one popcount) already shows that it would not move. The two
-computations agree to 1e-9 (both round there); the medoids differ only where a tie
-is decided at that precision.
+each distance is computed when needed from the rows packed 64 columns to a word (a
+table holds the weight sum of every byte value). Before that, a lower bound settles
+most points of a candidate swap: the columns fall into :data:`GROUPS` groups by weight,
+and each group's smallest weight times its differing columns (one popcount) is at
+most the distance. The two computations agree to 1e-9 (both round there), so the
+medoids could differ only where a tie is decided at that precision; in the tests and
+the benchmarks measured they are the same.
 
 ``sample`` turns on CLARA (Kaufman & Rousseeuw, *Finding Groups in Data*, 1990, ch. 3):
 K-Medoids on random samples of the rows, keeping the medoids of lowest cost on all
@@ -245,9 +246,10 @@ def k_medoids_binary(
     rows: they duplicate a pattern already chosen and, losing ties to it, own no items.
     Labels and medoids are row indices, fixed medoids first; ties go to the earlier medoid.
 
-    With ``sample`` > 0 (and more patterns than that), CLARA: ``draws`` (default :data:`DRAWS`) times, FasterPAM
-    on ``sample`` random patterns (the fixed ones always among them, each weighted by
-    its count); the medoids of lowest cost on all patterns are kept.
+    With ``sample`` > 0 (more than the medoids, fewer than the patterns), CLARA:
+    ``draws`` (default :data:`DRAWS`) times, FasterPAM on ``sample`` random patterns
+    (the fixed ones always among them, each weighted by its count); the medoids of
+    lowest cost on all patterns are kept.
 
     Examples
     --------
@@ -354,7 +356,8 @@ def _trailing_zeros(typingctx, value):
     return types.uint64(types.uint64), codegen
 
 
-# flags (bytes of 0 or 1) times this, shifted by 56: one bit per flag, the first flag lowest
+# 8 flags (bytes of 0 or 1, read as one little-endian word) times this, shifted by 56:
+# one bit per flag, the first flag lowest
 _GATHER = np.uint64(0x0102040810204080)
 
 
