@@ -96,6 +96,10 @@ def _clock(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
+#: Seconds of recorded cell time before the estimate of what is left follows this run's pace.
+PACE_AFTER = 10.0
+
+
 class _Progress:
     """One line per executed code cell: cells done, time elapsed, an estimate of what is left.
 
@@ -132,7 +136,10 @@ class _Progress:
         if self.before is not None and cell_index is not None:
             spent = sum(self.before[: cell_index + 1])
             rest = sum(self.before[cell_index + 1 :])
-            left = max(rest * (elapsed / spent), 0.0) if spent > 0 else 0.0
+            # this run's pace against the last one's, once enough has run to tell (the
+            # kernel's start-up is in `elapsed`, not in the recorded cell times)
+            pace = elapsed / spent if spent >= PACE_AFTER else 1.0
+            left = rest * pace
         else:
             left = elapsed / self.done * left_cells
         tail = f", about {_clock(left)} left" if left_cells else ""
