@@ -118,15 +118,25 @@ def k_medoids(
         raise TailoredBenchError(f"cannot choose {n_clusters} medoids ({len(fixed)} fixed) among {n} points")
     rng = generator(random_state)
     weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    free_pool = np.setdiff1d(np.arange(n), fixed)
+    medoids, n_swaps = _from_random_start(D, _NO_BITS, weights, fixed, n_clusters, rng, max_iter)
+    labels, nearest = assign(D[medoids])
+    return KMedoidsResult(medoids, labels, float(nearest @ weights), n_swaps)
+
+
+def _from_random_start(D, packed, weights, fixed, n_clusters: int, rng, max_iter: int) -> tuple[np.ndarray, int]:
+    """FasterPAM from free medoids drawn with probability proportional to ``weights``.
+
+    The distances are ``D``, or, when it is empty, computed from ``packed`` (see
+    :attr:`BinaryPoints.packed`). Returns the medoids (fixed first) and the number of swaps.
+    """
+    free_pool = np.setdiff1d(np.arange(len(weights)), fixed)
     n_free = n_clusters - len(fixed)
     start = (
         rng.choice(free_pool, n_free, replace=False, p=weights[free_pool] / weights[free_pool].sum()) if n_free else []
     )
     medoids = np.concatenate([fixed, np.sort(start)]).astype(np.int64)
-    n_swaps = _fasterpam(D, *_NO_BITS, weights, medoids, len(fixed), max_iter) if n_clusters > len(fixed) else 0
-    labels, nearest = assign(D[medoids])
-    return KMedoidsResult(medoids, labels, float(nearest @ weights), int(n_swaps))
+    n_swaps = _fasterpam(D, *packed, weights, medoids, len(fixed), max_iter) if n_free else 0
+    return medoids, int(n_swaps)
 
 
 #: Most distinct rows whose distances are kept in a dense matrix (8 * DENSE_LIMIT**2 bytes, 134 MB).
@@ -161,6 +171,11 @@ class BinaryPoints:
     @property
     def n_patterns(self) -> int:
         return len(self.counts)
+
+    @property
+    def packed(self) -> tuple:
+        """What the distance kernels read when no distances are kept: (words, masks, units, table, root)."""
+        return self.words, self.masks, self.units, self.table, self.root
 
     def between(self, rows, cols=None) -> np.ndarray:
         """Distances between patterns ``rows`` and ``cols`` (all patterns if None)."""
@@ -266,10 +281,13 @@ def k_medoids_binary(
     fixed_patterns = np.array(list(dict.fromkeys(points.pattern[fixed].tolist())), dtype=np.int64)
     n_patterns = points.n_patterns
     k = len(fixed_patterns) + min(n_clusters - len(fixed), n_patterns - len(fixed_patterns))
+    weights = points.counts.astype(np.float64)
     if sample and k < sample < n_patterns:
-        chosen_patterns, n_swaps = _clara(points, k, fixed_patterns, rng, max_iter, sample, draws or DRAWS)
+        chosen_patterns, n_swaps = _clara(points, weights, k, fixed_patterns, rng, max_iter, sample, draws or DRAWS)
     else:
-        chosen_patterns, n_swaps = _pam(points, k, fixed_patterns, rng, max_iter)
+        chosen_patterns, n_swaps = _from_random_start(
+            points.distances, points.packed, weights, fixed_patterns, k, rng, max_iter
+        )
     # A random row of each pattern, not the first: which of identical items a target is
     # asked is then part of each run's randomness rather than fixed by item order.
     chosen = [int(rng.choice(np.flatnonzero(points.pattern == p))) for p in chosen_patterns[len(fixed_patterns) :]]
@@ -282,36 +300,8 @@ def k_medoids_binary(
     return KMedoidsResult(medoids, labels, float(nearest.sum()), n_swaps)
 
 
-def _pam(points: BinaryPoints, k: int, fixed_patterns, rng, max_iter: int) -> tuple[np.ndarray, int]:
-    """FasterPAM on all patterns: the medoid patterns (fixed first) and the number of swaps."""
-    weights = points.counts.astype(np.float64)
-    free_pool = np.setdiff1d(np.arange(points.n_patterns), fixed_patterns)
-    n_free = k - len(fixed_patterns)
-    start = (
-        rng.choice(free_pool, n_free, replace=False, p=weights[free_pool] / weights[free_pool].sum()) if n_free else []
-    )
-    medoids = np.concatenate([fixed_patterns, np.sort(start)]).astype(np.int64)
-    if not n_free:
-        return medoids, 0
-    D = points.distances
-    n_swaps = _fasterpam(
-        D,
-        points.words,
-        points.masks,
-        points.units,
-        points.table,
-        points.root,
-        weights,
-        medoids,
-        len(fixed_patterns),
-        max_iter,
-    )
-    return medoids, int(n_swaps)
-
-
-def _clara(points: BinaryPoints, k: int, fixed_patterns, rng, max_iter: int, sample: int, draws: int):
+def _clara(points: BinaryPoints, weights, k: int, fixed_patterns, rng, max_iter: int, sample: int, draws: int):
     """CLARA over ``draws`` samples of ``sample`` patterns: the medoid patterns of lowest full cost."""
-    weights = points.counts.astype(np.float64)
     free_pool = np.setdiff1d(np.arange(points.n_patterns), fixed_patterns)
     best, best_cost, n_swaps = None, np.inf, 0
     for _ in range(draws):

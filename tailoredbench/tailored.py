@@ -39,7 +39,6 @@ def g_set(
     distance: str = "manhattan",
     random_state=None,
     points: BinaryPoints | None = None,
-    sample: int = 0,
 ) -> np.ndarray:
     """The G-set: ``g_size`` medoid items of the source models' correctness.
 
@@ -57,9 +56,6 @@ def g_set(
     points : BinaryPoints, optional
         Precomputed ``binary_points(source.T, distance)``; it depends only on the
         source models, so a simulation computes it once for all runs.
-    sample : int, default 0
-        0: exact K-Medoids. More: CLARA on samples of this many items, an approximation
-        for very large matrices (:func:`~tailoredbench.kmedoids.k_medoids_binary`).
 
     Returns
     -------
@@ -77,7 +73,7 @@ def g_set(
         points = binary_points(np.asarray(source, dtype=float).T, check_distance(distance))
     if not 0 < g_size < points.n_points:
         raise TailoredBenchError(f"g_size={g_size} must be between 1 and the item count - 1")
-    result = k_medoids_binary(points, g_size, random_state=random_state, max_iter=MAX_ITER, sample=sample)
+    result = k_medoids_binary(points, g_size, random_state=random_state, max_iter=MAX_ITER)
     return np.sort(result.medoids)
 
 
@@ -233,7 +229,8 @@ def n_set(
     points : BinaryPoints, optional
         Precomputed ``binary_points(source[native_sources].T, distance)``, shared across budgets.
     sample : int, default 0
-        As in :func:`g_set`.
+        0: exact K-Medoids. More: CLARA on samples of this many items, an approximation
+        for very large matrices (:func:`~tailoredbench.kmedoids.k_medoids_binary`).
 
     Returns
     -------
