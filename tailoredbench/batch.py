@@ -42,6 +42,7 @@ ORDER = (
     "method_walkthrough",
     "tutorial_evaluate_your_model",
     "beyond",
+    "sequential_precision",
     *STUDY_NOTEBOOKS,
 )
 
@@ -61,6 +62,12 @@ QUICK = {
         "selection_runs": 2,
         "split_runs": 2,
         "random_splits": 1,
+    },
+    "sequential_precision": {
+        "benchmarks": ["gsm8k", "pope"],
+        "precisions": [0.06, 0.1],
+        "max_budget": 40,
+        "runs": 2,
     },
     "study_distance": {**_STUDY_QUICK, "distances": ["cosine", "manhattan"]},
     "study_calibration": _STUDY_QUICK,

@@ -11,16 +11,20 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from . import atomic
 from .batch import NotebookFailed, reproduce
+from .conformal import MAX_BUDGET, ROUND_SIZE
 from .datasets import load_benchmark, load_matrix, split_models
 from .datasets.benchmarks import BENCHMARKS, Benchmark
 from .datasets.files import pin_data_dir
 from .distances import DISTANCES, check_distance
 from .errors import TailoredBenchError
 from .methods import METHODS
+from .sequential import simulate_rounds, stop
 from .simulate import simulate
-from .workflow import G_SET, N_SET, estimate, plan_g_set, plan_n_set
+from .workflow import G_SET, N_SET, estimate, plan_g_set, plan_n_set, plan_round
 
 
 def _at_least(lowest: int, words: str):
@@ -40,6 +44,35 @@ def _at_least(lowest: int, words: str):
 
 _positive_int = _at_least(1, "at least 1")
 _seed = _at_least(0, "0 or more")
+
+
+def _precision(text: str) -> float:
+    """An argparse type: a half-width between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (a half-width, e.g. 0.04): {value}")
+    return value
+
+
+def _add_precision(parser, what: str) -> None:
+    parser.add_argument(
+        "--precision", type=_precision, help=f"{what}: add items in rounds until the 90%% interval is +- this"
+    )
+    parser.add_argument(
+        "--max-budget",
+        type=_positive_int,
+        default=MAX_BUDGET,
+        help=f"with --precision: most items (default {MAX_BUDGET})",
+    )
+    parser.add_argument(
+        "--round-size",
+        type=_positive_int,
+        default=ROUND_SIZE,
+        help=f"with --precision: items per round (default {ROUND_SIZE})",
+    )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,7 +96,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--split", default="interleave", help="for --matrix: interleave (default) or random")
     sim.add_argument("--max-models", type=_positive_int, help="seeded subsample of models before the split")
     sim.add_argument("--method", nargs="+", default=["tailoredbench"], help=f"one or more of: {', '.join(METHODS)}")
-    sim.add_argument("--budget", nargs="+", type=_positive_int, default=[30], help="items per target (G-set included)")
+    sim.add_argument("--budget", nargs="+", type=_positive_int, help="items per target, G-set included (default 30)")
     sim.add_argument("--g-size", type=_positive_int, default=10)
     sim.add_argument("--distance", default="manhattan", help=f"one of: {', '.join(DISTANCES)}")
     sim.add_argument("--runs", type=_positive_int, default=20)
@@ -84,6 +117,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--interval", type=float, default=0.9, help="level of each estimate's interval, calibrated on source models"
     )
     sim.add_argument("--no-interval", action="store_true", help="skip the intervals (saves one pass per method)")
+    _add_precision(sim, "tailoredbench or tailored_plus, instead of --budget")
     sim.add_argument("--variant", help="tailored_plus variant (default: stacked, i.e. TailoredBench+)")
     sim.add_argument("--tidy", help="also write the tidy per-target results (with intervals) to this CSV file")
     sim.add_argument("--force", action="store_true", help="replace an existing --tidy file")
@@ -104,6 +138,7 @@ def _build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--out", help="step 1: plan folder to write")
     plan.add_argument("--samples", nargs="+", help="step 2: lm-eval samples_<task>_*.jsonl files")
     plan.add_argument("--budget", type=_positive_int, help="step 2: items in all, G-set included")
+    _add_precision(plan, "step 2 instead of --budget, run after each round")
     plan.add_argument("--force", action="store_true", help="replace a plan (or an N-set) already in the folder")
 
     est = sub.add_parser("estimate", help="estimate a new model's accuracy from its samples on the planned items")
@@ -139,6 +174,12 @@ def _check_output(path: str | None, force: bool) -> None:
 def _simulate(args) -> int:
     check_distance(args.distance)
     _check_output(args.tidy, args.force)
+    if args.precision is not None:
+        if args.budget:
+            raise TailoredBenchError("give --precision or --budget, not both")
+        if args.no_interval:
+            raise TailoredBenchError("--precision stops on the interval: it cannot go with --no-interval")
+    args.budget = args.budget or [30]
     repeated = sorted({b for b in args.budget if args.budget.count(b) > 1})
     if repeated:
         raise TailoredBenchError(f"budget {repeated[0]} is given twice")
@@ -151,51 +192,29 @@ def _simulate(args) -> int:
         matrix = matrix.subsample_models(args.max_models, args.seed)
         source, target = split_models(matrix, args.split, args.seed)
         bench = Benchmark(matrix.source, source, target, {"description": f"user matrix, {args.split} split"})
-    sim = simulate(
-        bench,
+    common = {
         # --variant V: tailored_plus runs as tailored_plus[V]
-        methods=[f"{m}[{args.variant}]" if args.variant and m == "tailored_plus" else m for m in args.method],
-        budgets=args.budget,
-        runs=args.runs,
-        seed=args.seed,
-        n_jobs=args.jobs,
-        g_size=args.g_size,
-        distance=args.distance,
-        interval=None if args.no_interval else args.interval,
-        method_options={"sample": args.sample} if args.sample else None,
-        backend=args.backend,
-        scheduler=(args.scheduler or "local") if args.backend == "dask" else args.scheduler,
-        progress=sys.stderr.isatty(),
-    )
+        "methods": [f"{m}[{args.variant}]" if args.variant and m == "tailored_plus" else m for m in args.method],
+        "runs": args.runs,
+        "seed": args.seed,
+        "n_jobs": args.jobs,
+        "g_size": args.g_size,
+        "distance": args.distance,
+        "method_options": {"sample": args.sample} if args.sample else None,
+        "backend": args.backend,
+        "scheduler": (args.scheduler or "local") if args.backend == "dask" else args.scheduler,
+        "progress": sys.stderr.isatty(),
+    }
+    if args.precision is not None:
+        return _simulate_precision(args, bench, common)
+    sim = simulate(bench, budgets=args.budget, interval=None if args.no_interval else args.interval, **common)
     if args.tidy:
         atomic.write_text(args.tidy, sim.results.to_csv(index=False))
     records = []
     for _, row in sim.summary.iterrows():
-        records.append(
-            {
-                "method": row["method"],
-                "benchmark": bench.name,
-                "budget": int(row["budget"]),
-                "runs": int(row["runs"]),
-                "seed": args.seed,
-                "g_size": args.g_size,
-                "distance": args.distance,
-                "n_source": bench.source.n_models,
-                "n_target": bench.target.n_models,
-                "n_items": bench.n_items,
-                "mae": float(row["mae"]),
-                "mae_se": float(row["mae_se"]),
-                "kendall_tau": float(row["kendall_tau"]),
-                "kendall_tau_se": float(row["kendall_tau_se"]),
-                "seconds_per_run": sim.seconds_per_run[row["method"]],
-            }
-        )
-        if "coverage" in row:
-            records[-1].update(
-                interval_level=args.interval, coverage=float(row["coverage"]), interval_width=float(row["width"])
-            )
+        records.append(_record(args, bench, row, sim.seconds_per_run, budget=int(row["budget"])))
     if args.json:
-        print(json.dumps(records[0] if len(records) == 1 else records, indent=None))
+        _print_json(records)
     else:
         for r in records:
             print(
@@ -203,6 +222,64 @@ def _simulate(args) -> int:
                 f"tau {r['kendall_tau']:.3f} ± {r['kendall_tau_se']:.3f}  "
                 + (f"coverage {r['coverage']:.2f} (width {r['interval_width']:.3f})  " if "coverage" in r else "")
                 + f"({r['seconds_per_run']:.2f} s/run, {r['runs']} runs)"
+            )
+    return 0
+
+
+def _record(args, bench, row, seconds: dict, **first) -> dict:
+    """One summary row as ``simulate --json`` prints it: settings, data counts, MAE, tau, interval."""
+    record = {
+        "method": row["method"],
+        "benchmark": bench.name,
+        **first,
+        "runs": int(row["runs"]),
+        "seed": args.seed,
+        "g_size": args.g_size,
+        "distance": args.distance,
+        "n_source": bench.source.n_models,
+        "n_target": bench.target.n_models,
+        "n_items": bench.n_items,
+        "mae": float(row["mae"]),
+        "mae_se": float(row["mae_se"]),
+        "kendall_tau": float(row["kendall_tau"]),
+        "kendall_tau_se": float(row["kendall_tau_se"]),
+    }
+    if "coverage" in row:
+        record.update(interval_level=args.interval, coverage=float(row["coverage"]), interval_width=float(row["width"]))
+    return {**record, "seconds_per_run": seconds[row["method"]]}
+
+
+def _print_json(records: list) -> None:
+    print(json.dumps(records[0] if len(records) == 1 else records, indent=None))
+
+
+def _simulate_precision(args, bench, common) -> int:
+    """``simulate --precision``: every round once, then the stopping rule."""
+    rounds = simulate_rounds(bench, max_budget=args.max_budget, step=args.round_size, level=args.interval, **common)
+    outcome = stop(rounds, args.precision)
+    if args.tidy:  # one row per (run, method, target), with the items it used
+        atomic.write_text(args.tidy, outcome.results.to_csv(index=False))
+    settings = {"precision": args.precision, "max_budget": args.max_budget, "round_size": args.round_size}
+    records = []
+    for _, row in outcome.summary.iterrows():
+        record = _record(args, bench, row, rounds.seconds_per_run, **settings)
+        record.update(
+            items_mean=float(row["items_mean"]),
+            items_p90=float(row["items_p90"]),
+            precision_met=float(row["precision_met"]),
+            fixed_budget=None if np.isnan(row["fixed_budget"]) else int(row["fixed_budget"]),
+        )
+        records.append(record)
+    if args.json:
+        _print_json(records)
+    else:
+        for r in records:
+            fixed = f"{r['fixed_budget']} items" if r["fixed_budget"] else f"none up to {r['max_budget']} items"
+            print(
+                f"{r['method']:<16} precision ±{r['precision']}: met for {r['precision_met']:.0%} of targets, "
+                f"items mean {r['items_mean']:.1f} (p90 {r['items_p90']:.0f}; a fixed budget for 90%: {fixed})  "
+                f"MAE {r['mae']:.4f}  coverage {r['coverage']:.2f}  "
+                f"({r['seconds_per_run']:.2f} s/run, {r['runs']} runs)"
             )
     return 0
 
@@ -228,13 +305,36 @@ def _plan(args) -> int:
             "--log_samples --output_path OUT"
         )
         return 0
+    if args.precision is not None:
+        if args.budget:
+            raise TailoredBenchError("give --precision or --budget, not both")
+        if not args.samples:
+            raise TailoredBenchError("plan --state --precision needs --samples FILE... (the G-set's and every round's)")
+        return _plan_round(args)
     if not args.samples or not args.budget:
-        raise TailoredBenchError("plan --state needs --samples FILE... and --budget N")
+        raise TailoredBenchError("plan --state needs --samples FILE... and --budget N (or --precision P)")
     state = plan_n_set(args.state, args.samples, args.budget, seed=args.seed, force=args.force)
     print(
         f"wrote {args.state}/{N_SET}: the N-set, {len(state['n_set_doc_ids'])} more items "
         f"({len(state['native_sources'])} native source models)"
     )
+    return 0
+
+
+def _plan_round(args) -> int:
+    done = plan_round(
+        args.state, args.samples, args.precision, args.max_budget, args.round_size, seed=args.seed, force=args.force
+    )
+    if "estimate" in done:
+        print(
+            f"after {done['items']} items: estimate {done['estimate']:.4f}, "
+            f"90% interval {done['low']:.4f}-{done['high']:.4f} (requested +-{done['precision']})"
+        )
+    if done["file"]:
+        print(f"wrote {done['file']}: round {done['round']}, {args.round_size} more items at most")
+        print(f"next: lm-eval run ... --samples {done['file']} --log_samples, then plan again with every samples file")
+    else:
+        print(f"{done['status']}: run 'tailoredbench estimate --state {args.state} --samples ...'")
     return 0
 
 
@@ -247,6 +347,8 @@ def _estimate(args) -> int:
             f"estimated {result['task']} accuracy: {result['estimate']:.4f} from {result['budget']} items; "
             f"{result['interval_level']:.0%} interval {result['interval_low']:.4f}-{result['interval_high']:.4f}"
         )
+        if "precision" in result:
+            print(f"{result['status']} (requested +-{result['precision']})")
         print("native source models: " + ", ".join(result["native_sources"]))
     return 0
 

@@ -13,11 +13,21 @@ from __future__ import annotations
 import numpy as np
 
 from . import rng
-from .conformal import LEVEL, difficulty, interval, unlikeness
+from .conformal import (
+    LEVEL,
+    MAX_BUDGET,
+    ROUND_SIZE,
+    StoppingRule,
+    check_precision,
+    difficulty,
+    interval,
+    round_budgets,
+    unlikeness,
+)
 from .datasets.matrix import validate_binary
 from .distances import check_distance
 from .errors import TailoredBenchError
-from .intervals import scales
+from .intervals import pseudo_targets, scales
 from .methods.tailored_plus import combine, components, stack_weights
 from .methods.tailoredbench import TailoredBenchMethod
 from .tailored import Probe, calibrated_estimate, check_budget, g_set, n_set, native_sources
@@ -126,6 +136,77 @@ class TailoredBench:
         gen = rng.stream(self.key_, rng.N_SET, target_index, budget)
         return n_set(self.source_, neighbours[0], self.g_set_, budget, distance=self.distance, random_state=gen)
 
+    def rounds(self, g_results, budgets, target_index: int = 0) -> list[Probe]:
+        """The sequential mode's growing probe: one :class:`Probe` per budget, each holding the previous one's items.
+
+        ``budgets`` are the probe's sizes after each round (a :class:`StoppingRule`'s
+        ``budgets``). Which items come next depends only on the G-set results, so every
+        round can be planned at once; when to stop depends on the answers
+        (:meth:`precise`). The first round is :meth:`plan`'s probe of that budget.
+        """
+        self._fitted()
+        g_results = self._answers(g_results, self.g_set_, "G-set").reshape(1, -1)
+        _, neighbours = native_sources(self.source_[:, self.g_set_], g_results, distance=self.distance)
+        out: list[Probe] = []
+        for budget in sorted(budgets):
+            check_budget(budget, len(self.g_set_), self.source_.shape[1])
+            gen = rng.stream(self.key_, rng.N_SET, target_index, budget)
+            asked = out[-1].n_set if out else ()
+            out.append(
+                n_set(
+                    self.source_,
+                    neighbours[0],
+                    self.g_set_,
+                    budget,
+                    distance=self.distance,
+                    random_state=gen,
+                    asked=asked,
+                )
+            )
+        return out
+
+    def stopping_rule(
+        self, precision: float, max_budget: int = MAX_BUDGET, step: int = ROUND_SIZE, level: float = LEVEL
+    ) -> StoppingRule:
+        """The sequential mode's rule for ``precision`` (a half-width), calibrated on the source models alone.
+
+        Source models, each in turn playing the new model, are asked the growing probe in
+        rounds of ``step`` items up to ``max_budget``, and stopped by the rule; see
+        :class:`~tailoredbench.conformal.StoppingRule`. Computed once per setting.
+        """
+        self._fitted()
+        precision = check_precision(precision)
+        budgets = round_budgets(len(self.g_set_), step, max_budget)
+        for budget in budgets:
+            check_budget(budget, len(self.g_set_), self.source_.shape[1])
+
+        def calibrate():
+            options = {"g_size": len(self.g_set_), "distance": self.distance, "grow": True}
+            if self.estimator == "plus":
+                options["weights"] = self._weights(budgets, grow=True)
+            return pseudo_targets(self._method, self.source_, budgets, seed=self.key_[0], **options)
+
+        pseudo = self._source_fit(("rounds", budgets, level), calibrate)
+        return StoppingRule.calibrate(pseudo, precision, level)
+
+    @property
+    def _method(self) -> str:
+        return "tailored_plus" if self.estimator == "plus" else "tailoredbench"
+
+    def _weights(self, budgets: tuple, grow: bool = False) -> np.ndarray:
+        """TailoredBench+'s stacking weights for these budgets, fitted on the sources."""
+        return self._source_fit(
+            ("stack", budgets, grow),
+            lambda: stack_weights(
+                self.source_,
+                list(budgets),
+                g_size=len(self.g_set_),
+                distance=self.distance,
+                seed=self.key_[0],
+                grow=grow,
+            ),
+        )
+
     def _answers(self, values, items, what: str) -> np.ndarray:
         """A model's 0/1 results on ``items`` (positions): an array in that order, or a pandas
         Series indexed by item id (read by label, in any order)."""
@@ -155,50 +236,60 @@ class TailoredBench:
             raise TailoredBenchError("this probe was planned by an estimator with another G-set")
         return self._answers(results, probe.items, "probe")
 
-    def estimate(self, probe: Probe, results) -> float:
-        """The estimated full-benchmark accuracy from the model's ``results`` on ``probe.items``."""
-        return self._estimate(probe, self._results(probe, results))
+    def estimate(self, probe: Probe, results, *, rule: StoppingRule | None = None) -> float:
+        """The estimated full-benchmark accuracy from the model's ``results`` on ``probe.items``.
+
+        ``rule``: the probe is a round of the sequential mode (:meth:`rounds`), read as
+        the rule's simulation reads it (for TailoredBench+, with weights fitted on its rounds).
+        """
+        return self._estimate(probe, self._results(probe, results), rule)
 
     def _every_item_asked(self, probe: Probe) -> bool:
         return len(np.unique(probe.items)) == self.source_.shape[1]
 
-    def _estimate(self, probe: Probe, y: np.ndarray) -> float:
+    def _estimate(self, probe: Probe, y: np.ndarray, rule: StoppingRule | None = None) -> float:
         if self._every_item_asked(probe):  # nothing left to estimate
             return float(y.mean())
         native_mean = self.source_[probe.native_sources].mean(axis=0)
         if self.estimator == "calibrated":
             return calibrated_estimate(native_mean, probe, y)
-        weights = self._source_fit(
-            ("stack", probe.budget),
-            lambda: stack_weights(
-                self.source_, [probe.budget], g_size=len(self.g_set_), distance=self.distance, seed=self.key_[0]
-            ),
-        )
+        weights = self._weights((probe.budget,)) if rule is None else self._weights(rule.budgets, grow=True)
         parts = components(self.source_, self.source_.mean(axis=1), native_mean, probe, y)
         return combine(parts, "stacked", weights)
 
-    def interval(self, probe: Probe, results, level: float = LEVEL) -> tuple[float, float]:
+    def interval(
+        self, probe: Probe, results, level: float = LEVEL, *, rule: StoppingRule | None = None
+    ) -> tuple[float, float]:
         """An interval around :meth:`estimate` that holds the true accuracy with ``level`` probability.
 
         Calibrated on the source models alone, each in turn playing the new model,
         and scaled by this model's difficulty: the sampling error of its estimate
         and how unlike its nearest sources its results are
-        (:mod:`tailoredbench.conformal`).
+        (:mod:`tailoredbench.conformal`). With a ``rule`` (the sequential mode), the
+        rule's interval after this round, at the rule's level.
         """
-        y = self._results(probe, results)
-        value = self._estimate(probe, y)
+        value, halfwidth = self._halfwidth(probe, self._results(probe, results), level, rule)
+        low, high = interval(value, halfwidth)
+        return float(low), float(high)
+
+    def precise(self, probe: Probe, results, rule: StoppingRule) -> bool:
+        """Whether the sequential mode stops after this round: its half-width is at most ``rule.precision``."""
+        return self._halfwidth(probe, self._results(probe, results), rule.level, rule)[1] <= rule.precision
+
+    def _halfwidth(self, probe: Probe, y: np.ndarray, level: float, rule: StoppingRule | None) -> tuple[float, float]:
+        """The estimate and its interval's half-width (before clipping to [0, 1])."""
+        value = self._estimate(probe, y, rule)
         if self._every_item_asked(probe):
-            return value, value
-        method = "tailored_plus" if self.estimator == "plus" else "tailoredbench"
+            return value, 0.0
+        hardness = difficulty(value, unlikeness(self.source_, probe.items, y), probe.budget)
+        if rule is not None:
+            return value, rule.halfwidth(probe.budget, hardness)
 
         def calibrate():
             options = {"g_size": len(self.g_set_), "distance": self.distance}
             if self.estimator == "plus":
-                options["weights"] = self._source_fits["stack", probe.budget]
-            return scales(method, self.source_, [probe.budget], level, seed=self.key_[0], **options)[probe.budget]
+                options["weights"] = self._weights((probe.budget,))
+            return scales(self._method, self.source_, [probe.budget], level, seed=self.key_[0], **options)[probe.budget]
 
         q = self._source_fit(("interval", probe.budget, level), calibrate)
-        unlike = unlikeness(self.source_, probe.items, y)
-        hardness = difficulty(value, unlike, probe.budget)
-        low, high = interval(value, q * hardness)
-        return float(low), float(high)
+        return value, q * hardness

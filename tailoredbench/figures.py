@@ -329,3 +329,78 @@ def plot_embedding(coords: Mapping[str, np.ndarray], labels: np.ndarray, medoids
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     return fig
+
+
+def plot_precision(table: pd.DataFrame, path: str | Path):
+    """Items asked against the requested precision, one panel per benchmark: the sequential mode
+    (mean and 90th percentile) beside the fixed budget that brings 90% of the targets to that precision."""
+    plt, sns = plotting()
+    names = list(dict.fromkeys(table["benchmark"]))
+    fig, axes = plt.subplots(1, len(names), figsize=(3.1 * len(names), 3.6), sharey=True, squeeze=False)
+    colours = sns.color_palette("colorblind")
+    for ax, name in zip(axes[0], names, strict=True):
+        rows = table[table["benchmark"] == name].sort_values("precision")
+        x = rows["precision"].to_numpy()
+        reached = rows["precision_met"].to_numpy() >= 0.9
+        ax.plot(x, rows["items_mean"], color=colours[0], marker="o", label="sequential: mean items")
+        ax.plot(x, rows["items_p90"], color=colours[0], ls=":", marker=".", label="sequential: 90th percentile")
+        # a hollow marker: fewer than 90% of the targets reached the precision by the maximum
+        ax.scatter(
+            x[~reached],
+            rows["items_mean"].to_numpy()[~reached],
+            s=90,
+            facecolors="white",
+            edgecolors=colours[3],
+            zorder=3,
+            label="< 90% of targets reach it",
+        )
+        ax.plot(x, rows["fixed_budget"], color=colours[1], ls="--", marker="s", label="fixed budget for 90%")
+        top = rows["max_budget"].iloc[0]
+        ax.axhline(top, color="grey", lw=0.8, ls="-.", label="maximum budget")
+        none = rows["fixed_budget"].isna().to_numpy()
+        ax.scatter(
+            x[none],
+            np.full(none.sum(), top),
+            marker="X",
+            s=60,
+            color=colours[1],
+            zorder=3,
+            label="no fixed budget up to the maximum",
+        )
+        ax.set_title(name)
+        ax.set_xlabel("requested precision (±)")
+        ax.invert_xaxis()  # tighter precision to the right: more items
+    axes[0][0].set_ylabel("items asked per target")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.16, 1, 1))
+    fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title: str = ""):
+    """One model round by round: its estimate and interval beside its true accuracy (left), and the
+    interval's half-width against the requested precision (right); the rule stops at the star."""
+    plt, sns = plotting()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    colours = sns.color_palette("colorblind")
+    x = frame["budget"].to_numpy()
+    stop = frame[frame["stopped"]].iloc[0]
+    left.fill_between(x, frame["low"], frame["high"], color=colours[0], alpha=0.2, label="90% interval")
+    left.plot(x, frame["estimate"], color=colours[0], marker="o", label="estimate")
+    left.axhline(frame["true"].iloc[0], color="black", ls="--", lw=1, label="true accuracy (all items)")
+    left.plot([stop["budget"]], [stop["estimate"]], marker="*", ms=16, color=colours[3], ls="none", label="stop")
+    left.set_xlabel("items asked")
+    left.set_ylabel("accuracy")
+    left.legend(fontsize="small", loc="best")
+    right.plot(x, frame["halfwidth"], color=colours[0], marker="o", label="interval half-width")
+    right.axhline(precision, color=colours[3], ls="--", label=f"requested precision ±{precision}")
+    right.plot([stop["budget"]], [stop["halfwidth"]], marker="*", ms=16, color=colours[3], ls="none")
+    right.set_xlabel("items asked")
+    right.set_ylabel("half-width")
+    right.legend(fontsize="small", loc="best")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return fig

@@ -6,21 +6,23 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
+#: What a summary row is per: a simulation's method and budget (the sequential mode has no fixed budget).
+KEYS = ("method", "budget")
 
-def per_run_metrics(results: pd.DataFrame) -> pd.DataFrame:
-    """MAE and Kendall's tau-b over the targets, per (method, budget, run).
+
+def per_run_metrics(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
+    """MAE and Kendall's tau-b over the targets, per ``keys`` (by default method and budget) and run.
 
     A run whose estimates are all equal has an undefined tau; it counts as 0, as in
     the paper's code.
     """
+    keys = list(keys)
     rows = []
-    for (method, budget, run), group in results.groupby(["method", "budget", "run"], sort=True):
+    for values, group in results.groupby([*keys, "run"], sort=True):
         tau = kendalltau(group["true"], group["estimate"]).statistic
         rows.append(
             {
-                "method": method,
-                "budget": budget,
-                "run": run,
+                **dict(zip([*keys, "run"], values, strict=True)),
                 "mae": float(np.mean(np.abs(group["estimate"] - group["true"]))),
                 "kendall_tau": 0.0 if np.isnan(tau) else float(tau),
             }
@@ -33,14 +35,15 @@ def covered(results: pd.DataFrame) -> pd.Series:
     return (results["interval_low"] <= results["true"]) & (results["true"] <= results["interval_high"])
 
 
-def summarize(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean and standard error over runs of MAE and Kendall's tau, per (method, budget)."""
-    metrics = per_run_metrics(results)
+def summarize(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
+    """Mean and standard error over runs of MAE and Kendall's tau, per ``keys`` (method and budget)."""
+    keys = list(keys)
+    metrics = per_run_metrics(results, keys)
 
     def se(values):
         return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
 
-    summary = metrics.groupby(["method", "budget"], sort=False).agg(
+    summary = metrics.groupby(keys, sort=False).agg(
         mae=("mae", "mean"),
         mae_se=("mae", se),
         kendall_tau=("kendall_tau", "mean"),
@@ -52,10 +55,10 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         # coverage over all targets and runs: the share of true accuracies inside their interval
         extra = (
             results.assign(covered=covered(results), width=results["interval_high"] - results["interval_low"])
-            .groupby(["method", "budget"], sort=False)[["covered", "width"]]
+            .groupby(keys, sort=False)[["covered", "width"]]
             .mean()
             .rename(columns={"covered": "coverage"})
             .reset_index()
         )
-        summary = summary.merge(extra, on=["method", "budget"], how="left")
+        summary = summary.merge(extra, on=keys, how="left")
     return summary

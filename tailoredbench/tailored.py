@@ -205,6 +205,7 @@ def n_set(
     random_state=None,
     points: BinaryPoints | None = None,
     sample: int = 0,
+    asked=(),
 ) -> Probe:
     """Extend the G-set to ``budget`` items by K-Medoids on the native sources' embedding.
 
@@ -212,6 +213,11 @@ def n_set(
     items); the G-set medoids are held fixed and ``budget - len(g_set)`` free
     medoids, the N-set, are chosen. Every item joins its nearest medoid, the G-set
     first on ties.
+
+    ``asked`` grows a probe instead (the sequential mode, beyond the paper): N-set items
+    the target has already answered are held fixed too, after the G-set, and only
+    ``budget - len(g_set) - len(asked)`` new medoids are chosen, so that the probe of a
+    larger budget holds every item of the smaller one.
 
     Parameters
     ----------
@@ -231,6 +237,8 @@ def n_set(
     sample : int, default 0
         0: exact K-Medoids. More: CLARA on samples of this many items, an approximation
         for very large matrices (:func:`~tailoredbench.kmedoids.k_medoids_binary`).
+    asked : ndarray of int, optional
+        The N-set of a smaller probe of the same target (its :attr:`Probe.n_set`), kept.
 
     Returns
     -------
@@ -243,11 +251,17 @@ def n_set(
     >>> probe = n_set(source, np.arange(6), np.array([3, 17]), 6, random_state=0)
     >>> probe.items[:2].tolist(), len(probe.n_set), probe.budget
     ([3, 17], 4, 6)
+    >>> grown = n_set(source, np.arange(6), np.array([3, 17]), 9, random_state=1, asked=probe.n_set)
+    >>> grown.items[:6].tolist() == probe.items.tolist(), grown.budget
+    (True, 9)
     """
     if points is None:
         points = binary_points(np.asarray(source, dtype=float)[native_sources].T, check_distance(distance))
     check_budget(budget, len(g_set), points.n_points)
-    result = k_medoids_binary(points, budget, fixed=g_set, random_state=random_state, max_iter=MAX_ITER, sample=sample)
+    held = np.concatenate([np.asarray(g_set, dtype=np.int64), np.asarray(asked, dtype=np.int64).reshape(-1)])
+    if len(held) >= budget:
+        raise TailoredBenchError(f"budget {budget} must exceed the {len(held)} items already asked")
+    result = k_medoids_binary(points, budget, fixed=held, random_state=random_state, max_iter=MAX_ITER, sample=sample)
     return Probe(g_set, native_sources, result.medoids[len(g_set) :], result.labels)
 
 

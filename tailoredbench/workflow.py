@@ -8,6 +8,11 @@ Three steps around two lm-eval runs, each leaving files in a plan folder:
    models (single-target mode) and writes the rest of its probe, the N-set (``n_set.json``).
 3. :func:`estimate` reads the samples on the whole probe and returns the estimate.
 
+Or, instead of step 2, the sequential mode (beyond the paper): :func:`plan_round`, run
+after each lm-eval run, writes the next round's items (``round_1.json``,
+``round_2.json``, ...) until the estimate's interval is as narrow as the requested
+precision or the maximum budget is reached, and says which.
+
 Every step refits from the pinned data with the stored seed, so the state stays small
 and a step run twice gives the same answer; run ``r`` of a simulation with seed ``s``
 is replayed by seed ``s`` here when ``r`` is 0.
@@ -29,6 +34,7 @@ import numpy as np
 
 from . import atomic
 from ._version import __version__
+from .conformal import MAX_BUDGET, ROUND_SIZE, check_precision
 from .datasets import load_benchmark
 from .datasets.benchmarks import BENCHMARKS
 from .datasets.lm_eval import DEFAULT_METRIC, model_of, read_samples, samples_argument
@@ -36,6 +42,8 @@ from .errors import TailoredBenchError, check_integer
 from .estimator import TailoredBench
 
 STATE, G_SET, N_SET = "state.json", "g_set.json", "n_set.json"
+#: The sequential mode's files: round k's new items.
+ROUND = "round_{}.json"
 #: The layout of ``state.json``; a state of another format is refused.
 STATE_FORMAT = 3
 #: The estimate's interval (calibrated on the source models, see tailoredbench.conformal).
@@ -59,6 +67,15 @@ G_KEYS = {
 }
 #: The keys step 2 adds.
 N_KEYS = {"budget": int, "model": str, "native_sources": [str], "n_set": [int], "n_set_doc_ids": [int]}
+#: The keys the sequential mode adds instead (``rounds``: the probe's size after each round planned).
+S_KEYS = {
+    "precision": float,
+    "max_budget": int,
+    "round_size": int,
+    "model": str,
+    "native_sources": [str],
+    "rounds": [int],
+}
 
 
 def _write_json(path: Path, value) -> None:
@@ -82,9 +99,13 @@ def _check_schema(state, path: Path) -> None:
     def fits(value, kind) -> bool:
         if isinstance(kind, list):
             return isinstance(value, list) and all(fits(v, kind[0]) for v in value)
+        if kind is float:  # JSON writes 0.05 as a float and 1 as an int
+            return isinstance(value, (int, float)) and not isinstance(value, bool)
         return isinstance(value, kind) and not isinstance(value, bool)
 
-    keys = {**G_KEYS, **(N_KEYS if "budget" in state else {})}
+    if "budget" in state and "precision" in state:
+        raise TailoredBenchError(f"{path}: both a fixed budget and a precision; plan again")
+    keys = {**G_KEYS, **(N_KEYS if "budget" in state else {}), **(S_KEYS if "precision" in state else {})}
     for key, kind in keys.items():
         if key not in state:
             raise TailoredBenchError(f"{path}: not a complete plan state (no '{key}'); plan again")
@@ -150,7 +171,7 @@ def plan_g_set(
         "g_set_doc_ids": doc_ids,
     }
     out.mkdir(parents=True, exist_ok=True)
-    for stale in (N_SET,):  # from an older plan in a forced folder
+    for stale in (N_SET, *out.glob(ROUND.format("*"))):  # from an older plan in a forced folder
         (out / stale).unlink(missing_ok=True)
     state = _sealed(state)
     _write_json(out / G_SET, samples_argument(task, doc_ids))
@@ -249,20 +270,162 @@ def plan_n_set(folder: str | Path, samples, budget: int, seed: int | None = None
             f"{folder}: already holds an N-set (budget {state['budget']}, model {state['model']}); "
             "planning another would replace it: add --force, or plan into a new folder"
         )
-    state = _sealed({**{k: v for k, v in state.items() if k != "checksum"}, **planned})
+    if "precision" in state and not force:
+        raise TailoredBenchError(
+            f"{folder}: holds a plan to precision {state['precision']}; add --force to replace it by a fixed budget"
+        )
+    _drop_rounds(folder)
+    state = _sealed({**_g_part(state), **planned})
     _write_json(folder / N_SET, samples_argument(state["task"], doc_ids))
     _write_json(folder / STATE, state)
     return state
 
 
-def estimate(folder: str | Path, samples, seed: int | None = None) -> dict:
-    """Step 3: the estimated full-benchmark accuracy from the samples on the whole probe."""
+def _g_part(state: dict) -> dict:
+    """A state as step 1 left it: without an N-set or rounds (nor the checksum)."""
+    return {k: v for k, v in state.items() if k in G_KEYS}
+
+
+def _drop_rounds(folder: Path) -> None:
+    for path in folder.glob(ROUND.format("*")):
+        path.unlink()
+
+
+def _sequential(state: dict, samples) -> dict:
+    """Replay the sequential mode on the samples: the rule, every round's probe, and where the rule stops.
+
+    Returns ``answered`` (rounds whose every item has a result) and, once a round is
+    answered, ``stop`` (the first answered round whose half-width meets the precision,
+    else the last answered one), ``met``, ``estimate``, ``low`` and ``high`` there.
+    """
+    bench, tb = fitted(state)
+    results = _results(state, samples, bench.source.items)
+    rule = tb.stopping_rule(state["precision"], state["max_budget"], state["round_size"], INTERVAL_LEVEL)
+    probes = tb.rounds(_on(results, state["g_set_doc_ids"], "G-set"), rule.budgets)
+    native = [bench.source.models[i] for i in probes[0].native_sources]
+    if state.get("native_sources", native) != native:
+        raise TailoredBenchError("the G-set results differ from those the rounds were planned with")
+    out = {"bench": bench, "rule": rule, "probes": probes, "answered": 0, "met": False}
+    for index, probe in enumerate(probes):
+        doc_ids = [bench.source.items[i] for i in probe.items]
+        if not all(d in results for d in doc_ids):
+            break
+        y = np.array([results[d] for d in doc_ids])
+        low, high = tb.interval(probe, y, rule=rule)
+        met = tb.precise(probe, y, rule)
+        out.update(
+            answered=index + 1, stop=index, met=met, low=low, high=high, estimate=tb.estimate(probe, y, rule=rule)
+        )
+        if met:  # the rule stops at the first round that meets the precision, even if more were answered
+            break
+    return out
+
+
+def plan_round(
+    folder: str | Path,
+    samples,
+    precision: float,
+    max_budget: int = MAX_BUDGET,
+    round_size: int = ROUND_SIZE,
+    seed: int | None = None,
+    force: bool = False,
+) -> dict:
+    """The sequential mode: after the G-set or a round, write the next round's items or say that it is done.
+
+    Reads every samples file of the model so far (G-set and rounds), replays the
+    growing probe, and either writes ``round_<k>.json`` (the next ``round_size`` items
+    for lm-eval's ``--samples``) or reports that the interval's half-width is at most
+    ``precision``, or that ``max_budget`` items were asked. Returns ``status`` (``"next
+    round"``, ``"precision reached"`` or ``"maximum budget reached"``), ``items`` asked so
+    far, the ``file`` written (or ``None``) and, once a round is answered, the estimate
+    and its interval. The rule is calibrated on the source models
+    (:meth:`TailoredBench.stopping_rule`).
+    """
+    folder = Path(folder)
     state = read_state(folder, seed)
-    if "budget" not in state:
+    precision = check_precision(precision)
+    model = _one_model(samples)
+    settings = {"precision": precision, "max_budget": max_budget, "round_size": round_size, "model": model}
+    if "budget" in state and not force:
+        raise TailoredBenchError(
+            f"{folder}: holds an N-set of budget {state['budget']}; add --force to plan to a precision instead"
+        )
+    if "precision" in state and {k: state[k] for k in settings} != settings and not force:
+        planned = ", ".join(f"{k} {state[k]}" for k in settings)
+        raise TailoredBenchError(
+            f"{folder}: planned with {planned}; add --force to start again, or plan into a new folder"
+        )
+    fresh = "precision" not in state or {k: state[k] for k in settings} != settings
+    if fresh:
+        state = {**_g_part(state), **settings, "rounds": []}
+    replayed = _sequential(state, samples)
+    if fresh:  # a new plan (or a forced one): its rounds start again, once the samples have been read
+        _drop_rounds(folder)
+        (folder / N_SET).unlink(missing_ok=True)
+    bench, probes, answered = replayed["bench"], replayed["probes"], replayed["answered"]
+    out = {"status": "next round", "items": probes[answered - 1].budget if answered else len(state["g_set"])}
+    out["file"] = None
+    if answered:
+        out.update({k: replayed[k] for k in ("estimate", "low", "high", "met")})
+    if replayed["met"]:
+        out["status"] = "precision reached"
+        out["items"] = probes[replayed["stop"]].budget
+    elif answered == len(probes):
+        out["status"] = "maximum budget reached"
+    else:
+        probe = probes[answered]
+        new = probe.n_set[len(probes[answered - 1].n_set) if answered else 0 :]
+        path = folder / ROUND.format(answered + 1)
+        _write_json(path, samples_argument(state["task"], [bench.source.items[i] for i in new]))
+        out["file"] = str(path)
+    rounds = sorted({*state["rounds"], *[p.budget for p in probes[: answered + (out["file"] is not None)]]})
+    native = [bench.source.models[i] for i in probes[0].native_sources]
+    state = _sealed({**_g_part(state), **settings, "native_sources": native, "rounds": rounds})
+    _write_json(folder / STATE, state)
+    return {**out, "round": answered + (out["file"] is not None), "precision": precision, "rule": replayed["rule"]}
+
+
+def _estimate_sequential(state: dict, samples) -> dict:
+    replayed = _sequential(state, samples)
+    if not replayed["answered"]:
+        raise TailoredBenchError("no round is answered yet: run lm-eval on round_1.json, then plan or estimate")
+    probe = replayed["probes"][replayed["stop"]]
+    bench = replayed["bench"]
+    if replayed["met"]:
+        status = "precision reached"
+    elif replayed["answered"] == len(replayed["probes"]):
+        status = "maximum budget reached"
+    else:
+        status = "precision not reached yet: plan the next round"
+    return {
+        "estimate": replayed["estimate"],
+        "interval_low": replayed["low"],
+        "interval_high": replayed["high"],
+        "budget": probe.budget,
+        "precision": state["precision"],
+        "precision_met": bool(replayed["met"]),
+        "status": status,
+        "items_used": [bench.source.items[i] for i in probe.items],
+        "native_sources": state["native_sources"],
+    }
+
+
+def estimate(folder: str | Path, samples, seed: int | None = None) -> dict:
+    """Step 3: the estimated full-benchmark accuracy from the samples on the whole probe.
+
+    In the sequential mode: at the round where the rule stops, with ``precision_met``
+    and a ``status`` saying whether the precision or the maximum was reached.
+    """
+    state = read_state(folder, seed)
+    if "budget" not in state and "precision" not in state:
         raise TailoredBenchError(f"{folder}: plan the N-set first ('tailoredbench plan --state ... --budget N')")
     model = _one_model(samples)
     if model != state["model"]:
         raise TailoredBenchError(f"the samples come from {model}, the N-set was planned for {state['model']}")
+    common = {"benchmark": state["benchmark"], "task": state["task"], "metric": state["metric"]}
+    if "precision" in state:
+        result = _estimate_sequential(state, samples)
+        return {**common, **result, "interval_level": INTERVAL_LEVEL, "seed": state["seed"], "model": model}
     _, tb, results, probe = _probe(state, samples, state["budget"])
     if [int(i) for i in probe.n_set] != state["n_set"]:
         raise TailoredBenchError("the G-set results differ from those the N-set was planned with")
@@ -270,9 +433,7 @@ def estimate(folder: str | Path, samples, seed: int | None = None) -> dict:
     value = tb.estimate(probe, y)
     low, high = tb.interval(probe, y, INTERVAL_LEVEL)
     return {
-        "benchmark": state["benchmark"],
-        "task": state["task"],
-        "metric": state["metric"],
+        **common,
         "estimate": value,
         "interval_level": INTERVAL_LEVEL,
         "interval_low": low,

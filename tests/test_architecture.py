@@ -15,7 +15,7 @@ LAYERS = {
     "methods": ["methods"],
     "estimator": ["intervals", "estimator"],
     "reporting": ["tables", "figures", "provenance", "report"],
-    "experiments": ["simulate", "studies", "workflow"],
+    "experiments": ["simulate", "sequential", "studies", "workflow"],
     "faces": ["batch", "cli", "__main__", "__init__"],
 }
 RANK = {top: rank for rank, tops in enumerate(LAYERS.values()) for top in tops}

@@ -84,3 +84,23 @@ def test_plan_lm_eval_plan_lm_eval_estimate(tasks, tmp_path, capsys):
     assert main(["estimate", "--state", str(plan), "--samples", *map(str, first + second)]) == 2
     err = capsys.readouterr().err
     assert "two models" in err and "dummy({})" in err and "someone/else" in err and len(err.splitlines()) == 1
+
+
+def test_rounds_to_a_precision_with_lm_eval(tasks, tmp_path, capsys):
+    """The sequential mode's round files are lm-eval --samples selections, and its samples are read back."""
+    plan, out = tmp_path / "plan", tmp_path / "out"
+    assert main(["plan", "--benchmark", "arc_challenge", "--out", str(plan)]) == 0
+    files = lm_eval(tasks, plan / "g_set.json", out)
+    args = ["plan", "--state", str(plan), "--precision", "0.05", "--max-budget", "20"]
+    assert main([*args, "--samples", *map(str, files)]) == 0
+    files += lm_eval(tasks, plan / "round_1.json", out)
+    assert len(files) == 2
+    assert main([*args, "--samples", *map(str, files)]) == 0
+    if (plan / "round_2.json").exists():
+        files += lm_eval(tasks, plan / "round_2.json", out)
+    capsys.readouterr()
+    assert main(["estimate", "--state", str(plan), "--samples", *map(str, files), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["budget"] in (15, 20) and len(result["items_used"]) == result["budget"]
+    assert result["model"] == "dummy({})" and result["status"] in ("precision reached", "maximum budget reached")
+    assert 0.0 <= result["interval_low"] <= result["estimate"] <= result["interval_high"] <= 1.0

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tailoredbench import __version__, load_benchmark
+from tailoredbench import TailoredBench, __version__, load_benchmark
 from tailoredbench.cli import main
 from tailoredbench.datasets.lm_eval import load_lm_eval_samples, parse_samples_argument, read_samples
 from tailoredbench.methods import get_method
@@ -127,3 +127,65 @@ def test_importer_errors(tmp_path):
     a.write_text(a.read_text() + json.dumps({"doc_id": 0, "acc_norm": 1.0}) + "\n")
     with pytest.raises(DataError, match="appears twice"):
         read_samples(a, "acc_norm")
+
+
+def test_rounds_to_a_precision_through_the_cli(planned, arc, tmp_path, capsys):
+    """plan --precision after the G-set and after each round, until it says stop; estimate agrees with Python."""
+    plan, probe = planned
+    row = arc.target.values[TARGET]
+    files = [write_samples(tmp_path / "out", "held-out", probe, row, "2025-01-01T00-00-00.000000")]
+    args = ["plan", "--state", str(plan), "--precision", "0.05", "--max-budget", "30"]
+    written = []
+    for k in range(1, 6):
+        capsys.readouterr()
+        assert main([*args, "--samples", *map(str, files)]) == 0
+        said = capsys.readouterr().out
+        if not (plan / f"round_{k}.json").exists():
+            assert "precision reached" in said or "maximum budget reached" in said
+            break
+        items = json.loads((plan / f"round_{k}.json").read_text())["arc_challenge"]
+        assert len(items) == 5 and not set(items) & set(probe) and not any(set(items) & set(w) for w in written)
+        written.append(items)
+        stamp = f"2025-01-01T0{k}-00-00.000000"
+        files.append(write_samples(tmp_path / "out", "held-out", items, row, stamp))
+    else:
+        pytest.fail("the rounds did not stop at the maximum budget")
+    # planning again with the same samples changes nothing and writes no file
+    assert main([*args, "--samples", *map(str, files)]) == 0
+    assert not (plan / f"round_{len(written) + 1}.json").exists()
+
+    capsys.readouterr()
+    assert main(["estimate", "--state", str(plan), "--samples", *map(str, files), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["budget"] == len(result["items_used"]) <= 10 + 5 * len(written)
+    assert result["status"] in ("precision reached", "maximum budget reached")
+    assert result["precision_met"] == (result["status"] == "precision reached")
+
+    # the same from Python: the rule and the growing probe
+    tb = TailoredBench(random_state=(0, 0)).fit(arc.source)
+    rule = tb.stopping_rule(0.05, max_budget=30)
+    probes = tb.rounds(row[tb.g_set_], rule.budgets)
+    stopped = next((p for p in probes if tb.precise(p, row[p.items], rule)), probes[-1])
+    assert result["budget"] == stopped.budget
+    assert result["estimate"] == pytest.approx(tb.estimate(stopped, row[stopped.items], rule=rule), abs=1e-12)
+    low, high = tb.interval(stopped, row[stopped.items], rule=rule)
+    assert (result["interval_low"], result["interval_high"]) == pytest.approx((low, high), abs=1e-12)
+
+
+def test_rounds_refuse_what_would_replace_a_plan(planned, arc, tmp_path, capsys):
+    plan, probe = planned
+    g = write_samples(tmp_path, "m", probe, arc.target.values[0], "2025-01-01T00-00-00")
+    base = ["plan", "--state", str(plan), "--samples", str(g)]
+    one_line_error(capsys, [*base, "--precision", "0.05", "--budget", "30"], "not both")
+    one_line_error(capsys, ["plan", "--state", str(plan), "--precision", "0.05"], "needs --samples")
+    one_line_error(capsys, ["estimate", "--state", str(plan), "--samples", str(g)], "plan the N-set first")
+    assert main([*base, "--precision", "0.05", "--max-budget", "25"]) == 0
+    assert (plan / "round_1.json").exists()
+    one_line_error(capsys, ["estimate", "--state", str(plan), "--samples", str(g)], "no round is answered yet")
+    one_line_error(capsys, [*base, "--precision", "0.03", "--max-budget", "25"], "add --force")
+    one_line_error(capsys, [*base, "--budget", "30"], "add --force")
+    assert (plan / "round_1.json").exists()  # nothing was replaced
+    assert main([*base, "--budget", "30", "--force"]) == 0
+    assert not (plan / "round_1.json").exists() and (plan / "n_set.json").exists()
+    one_line_error(capsys, [*base, "--precision", "0.05"], "add --force")
+    one_line_error(capsys, [*base, "--precision", "2"], "between 0 and 1")

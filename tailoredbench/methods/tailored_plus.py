@@ -185,7 +185,13 @@ def simplex_weights(estimates: np.ndarray, truth: np.ndarray, step: float = STAC
 
 
 def stack_weights(
-    source: np.ndarray, budgets: Sequence[int], *, g_size: int = 10, distance: str = "manhattan", seed: int = 0
+    source: np.ndarray,
+    budgets: Sequence[int],
+    *,
+    g_size: int = 10,
+    distance: str = "manhattan",
+    seed: int = 0,
+    grow: bool = False,
 ) -> np.ndarray:
     """Stacking weights over :data:`COMPONENTS`, fitted with source models as pseudo-targets.
 
@@ -193,6 +199,7 @@ def stack_weights(
     each fold in turn plays the targets of the other folds at every budget, and
     :func:`simplex_weights` picks the convex weights with the lowest MAE over all of
     these pseudo-target estimates. With fewer than 3 sources the weights are equal.
+    ``grow``: on the growing probe of the sequential mode, whose estimates they weigh.
     """
     if source.shape[0] < 3:  # no fold would leave two pseudo-sources: nothing to fit on
         return np.full(len(COMPONENTS), 1 / len(COMPONENTS))
@@ -204,7 +211,9 @@ def stack_weights(
         prepared = method.prepare(pseudo_source, budgets, distance=distance, variants=COMPONENTS)
         oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
         key = (seed, rng.STACK_RUN + index)
-        out = method.run_variants(prepared, pseudo_source, oracles, key, COMPONENTS, g_size=g_size, distance=distance)
+        out = method.run_variants(
+            prepared, pseudo_source, oracles, key, COMPONENTS, g_size=g_size, distance=distance, grow=grow
+        )
         for b in budgets:
             columns.append(np.column_stack([out[c][b] for c in COMPONENTS]))
             targets.append(pseudo_target.mean(axis=1))
@@ -216,18 +225,29 @@ class TailoredPlus(Method):
 
     Options: ``g_size``, ``distance`` and ``variant`` as above; ``weights``, stacking
     weights already fitted on these sources (e.g. reused in an interval's folds),
-    taken as they are instead of fitted again.
+    taken as they are instead of fitted again; ``grow``, TailoredBench's growing probe.
     """
 
     name = "tailored_plus"
     kind = "tailored"
-    options = MappingProxyType({"g_size": 10, "distance": "manhattan", "variant": DEFAULT_VARIANT, "weights": None})
+    options = MappingProxyType(
+        {"g_size": 10, "distance": "manhattan", "variant": DEFAULT_VARIANT, "weights": None, "grow": False}
+    )
     variants = VARIANTS
     in_paper = False
     real_use = True
 
     def prepare(
-        self, source, budgets, *, distance="manhattan", g_size=10, variant=DEFAULT_VARIANT, weights=None, variants=None
+        self,
+        source,
+        budgets,
+        *,
+        distance="manhattan",
+        g_size=10,
+        variant=DEFAULT_VARIANT,
+        weights=None,
+        variants=None,
+        grow=False,
     ) -> dict:
         """TailoredBench's preparation, the sources' accuracies and, if ``"stacked"`` is run, its weights.
 
@@ -238,7 +258,7 @@ class TailoredPlus(Method):
         if weights is not None:
             prepared["weights"] = np.asarray(weights, dtype=float)
         elif "stacked" in (variants or (variant,)):
-            prepared["weights"] = stack_weights(source, budgets, g_size=g_size, distance=distance)
+            prepared["weights"] = stack_weights(source, budgets, g_size=g_size, distance=distance, grow=grow)
         return prepared
 
     def run(self, prepared, source, oracles, key, *, variant=DEFAULT_VARIANT, **options) -> dict[int, np.ndarray]:
@@ -246,11 +266,11 @@ class TailoredPlus(Method):
         return self.run_variants(prepared, source, oracles, key, [variant], **options)[variant]
 
     def run_variants(
-        self, prepared, source, oracles, key, variants, *, g_size=10, distance="manhattan", weights=None
+        self, prepared, source, oracles, key, variants, *, g_size=10, distance="manhattan", weights=None, grow=False
     ) -> dict[str, dict[int, np.ndarray]]:
         """Several variants from one pass over the probes (``weights`` took effect in :meth:`prepare`)."""
         estimates = {v: {b: np.empty(oracles[b].n_targets) for b in oracles} for v in variants}
-        for budget, a in probes(prepared, source, oracles, key, g_size=g_size, distance=distance):
+        for budget, a in probes(prepared, source, oracles, key, g_size=g_size, distance=distance, grow=grow):
             parts = components(source, prepared["accuracy"], a.native_mean, a.probe, a.results)
             for v in variants:
                 estimates[v][budget][a.target] = combine(parts, v, prepared.get("weights"))

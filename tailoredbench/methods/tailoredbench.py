@@ -51,12 +51,15 @@ def probes(
     n_native: int | None = None,
     native_offset: int = 0,
     sample: int = 0,
+    grow: bool = False,
 ):
     """Steps 1-3 of one repetition: yield an :class:`Answered` per target and budget.
 
     ``n_native`` and ``native_offset`` override the adaptive native-source rule
     (see :func:`~tailoredbench.tailored.native_rows`); ``sample`` > 0 chooses each
     target's N-set by CLARA on samples of that many items (:func:`~tailoredbench.tailored.n_set`).
+    ``grow``: each budget's probe extends the next smaller one's, whose items stay
+    asked (the rounds of the sequential mode); by default each budget's is chosen afresh.
     """
     budgets = sorted(oracles)
     for budget in budgets:
@@ -74,6 +77,7 @@ def probes(
         native = source[rows]
         points = binary_points(native.T, distance)
         native_mean = native.mean(axis=0)
+        asked = ()
         for budget in budgets:
             probe = n_set(
                 source,
@@ -83,7 +87,10 @@ def probes(
                 random_state=rng.stream(key, rng.N_SET, t, budget),
                 points=points,
                 sample=sample,
+                asked=asked,
             )
+            if grow:
+                asked = probe.n_set
             yield budget, Answered(t, probe, native_mean, oracles[budget].ask(probe.items, targets=[t])[0])
 
 
@@ -94,13 +101,23 @@ class TailoredBenchMethod(Method):
     uncalibrated arm; ``n_native`` and ``native_offset`` fix the native sources to a
     count or consistency band instead of the adaptive rule; ``sample`` (0, exact, by
     default) is the large-matrix approximation: each target's N-set by CLARA on
-    samples of that many items (the G-set, chosen once per run, stays exact).
+    samples of that many items (the G-set, chosen once per run, stays exact);
+    ``grow`` makes each budget's probe extend the next smaller one's (the sequential
+    mode's rounds, :mod:`tailoredbench.sequential`).
     """
 
     name = "tailoredbench"
     kind = "tailored"
     options = MappingProxyType(
-        {"g_size": 10, "distance": "manhattan", "calibrate": True, "n_native": None, "native_offset": 0, "sample": 0}
+        {
+            "g_size": 10,
+            "distance": "manhattan",
+            "calibrate": True,
+            "n_native": None,
+            "native_offset": 0,
+            "sample": 0,
+            "grow": False,
+        }
     )
     real_use = True
 

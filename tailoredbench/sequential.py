@@ -1,0 +1,228 @@
+"""Evaluate to a requested precision (beyond the paper): grow each target's probe until its interval is narrow.
+
+After the G-set and the native sources, the N-set is added in rounds of ``step``
+items; every item already asked stays in the probe (K-Medoids holds it fixed), so the
+probe only grows. After each round the target gets an estimate and an interval, and
+it stops at the first round whose interval's half-width is at most the requested
+``precision``, or at ``max_budget`` items. The interval and the stopping rule are
+calibrated together on source models playing targets
+(:class:`~tailoredbench.conformal.StoppingRule`); no target result chooses anything.
+
+:func:`simulate_rounds` runs every round for every target, once; :func:`stop` then
+applies the rule of any precision to those rounds, so several precisions cost one
+simulation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .conformal import LEVEL, MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets, stopping_round
+from .errors import TailoredBenchError
+from .methods import get_method
+from .metrics import summarize
+from .simulate import Simulation, simulate
+
+#: The share of targets a fixed budget must bring to the precision, to be compared with.
+FIXED_SHARE = 0.9
+
+
+@dataclass
+class Sequential:
+    """What :func:`stop` returns.
+
+    Attributes
+    ----------
+    results : pandas.DataFrame
+        One row per (run, method, target): ``true``, ``estimate``, ``interval_low``,
+        ``interval_high``, ``halfwidth``, ``items`` (asked in all) and ``precision_met``.
+    summary : pandas.DataFrame
+        Per method: MAE and Kendall's tau (mean and standard error over runs),
+        ``coverage`` and ``width`` of the intervals, ``items_mean``, ``items_p90``,
+        ``precision_met`` (the share of targets that reached the precision before the
+        maximum) and ``fixed_budget``: the smallest number of items whose fixed-budget
+        intervals reach the precision for :data:`FIXED_SHARE` of the targets (NaN if
+        none up to the maximum), with ``fixed_share`` at that budget.
+    rules : dict
+        Per method, the :class:`~tailoredbench.conformal.StoppingRule` used.
+    rounds : Simulation
+        Every round of every target (:func:`simulate_rounds`).
+    """
+
+    results: pd.DataFrame
+    summary: pd.DataFrame
+    rules: dict
+    rounds: Simulation
+
+
+def simulate_rounds(
+    benchmark,
+    methods: Sequence[str] = ("tailoredbench",),
+    *,
+    max_budget: int = MAX_BUDGET,
+    step: int = ROUND_SIZE,
+    g_size: int = 10,
+    level: float = LEVEL,
+    method_options: dict | None = None,
+    **kwargs,
+) -> Simulation:
+    """Every round of the growing probe for every target and run, each with its fixed-budget interval.
+
+    A :func:`~tailoredbench.simulate.simulate` of ``methods`` with the growing probe
+    (option ``grow``) at the round budgets ``g_size + step``, ``+ 2 step``, ...
+    ``max_budget``, intervals at ``level`` on. Its ``calibration`` holds the source models
+    that played targets, round by round, on which :func:`stop` calibrates its rule.
+    Further keyword arguments (``runs``, ``seed``, ``n_jobs``, ``distance``, ``backend``, ...)
+    go to ``simulate``.
+    """
+    methods = [methods] if isinstance(methods, str) else list(methods)
+    for name in methods:
+        if "grow" not in get_method(name).options:
+            raise TailoredBenchError(
+                f"method {name} has no growing probe; the precision mode runs tailoredbench or tailored_plus"
+            )
+    budgets = round_budgets(g_size, step, max_budget)
+    options = {**(method_options or {}), "grow": True}
+    return simulate(benchmark, methods, budgets, g_size=g_size, method_options=options, interval=level, **kwargs)
+
+
+def stop(rounds: Simulation, precision: float) -> Sequential:
+    """Stop every target of ``rounds`` (:func:`simulate_rounds`) by the rule for ``precision``.
+
+    Per method the rule is calibrated on the source models that calibrated ``rounds``'
+    intervals (none of them a target); each target then stops at its first round whose
+    half-width is at most ``precision``, or at the last.
+    """
+    budgets = tuple(rounds.settings["budgets"])
+    level = rounds.settings["interval"]
+    precision = check_precision(precision)
+    frames, rows, rules = [], [], {}
+    for method, table in rounds.results.groupby("method", sort=False):
+        rule = StoppingRule.calibrate(rounds.calibration[method], precision, level)
+        rules[method] = rule
+        # runs x targets x rounds, in the results' own order of targets
+        table = table.sort_values(["run", "budget"], kind="stable")
+        n_runs, n_rounds = table["run"].nunique(), len(budgets)
+        shape = (n_runs, n_rounds, -1)
+        estimate = table["estimate"].to_numpy().reshape(shape).transpose(0, 2, 1)
+        difficulty = table["difficulty"].to_numpy().reshape(shape).transpose(0, 2, 1)
+        first = table[table["budget"] == budgets[0]]
+        n_targets = estimate.shape[1]
+        halfwidths = rule.halfwidths(difficulty.reshape(-1, n_rounds))
+        at = stopping_round(halfwidths, precision)
+        cells = np.arange(len(at))
+        value = estimate.reshape(-1, n_rounds)[cells, at]
+        halfwidth = halfwidths[cells, at]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": first["run"].to_numpy(),
+                    "method": method,
+                    "target": first["target"].to_numpy(),
+                    "true": first["true"].to_numpy(),
+                    "estimate": value,
+                    "interval_low": np.clip(value - halfwidth, 0.0, 1.0),
+                    "interval_high": np.clip(value + halfwidth, 0.0, 1.0),
+                    "halfwidth": halfwidth,
+                    "items": np.asarray(budgets)[at],
+                    "precision_met": halfwidth <= precision,
+                }
+            )
+        )
+        # the same probe read at one fixed budget, with that budget's own calibrated interval
+        fixed_met = (np.asarray(rule.q) * difficulty.reshape(-1, n_rounds) <= precision).mean(axis=0)
+        reached = np.flatnonzero(fixed_met >= FIXED_SHARE)
+        rows.append(
+            {
+                "method": method,
+                "precision": precision,
+                "targets": n_targets,
+                "factor": rule.factor,
+                "fixed_budget": float(budgets[reached[0]]) if len(reached) else np.nan,
+                "fixed_share": float(fixed_met[reached[0]]) if len(reached) else float(fixed_met[-1]),
+            }
+        )
+    results = pd.concat(frames, ignore_index=True)
+    summary = summarize(results, keys=("method",))
+    items = results.groupby("method", sort=False).agg(
+        items_mean=("items", "mean"),
+        items_p90=("items", lambda v: float(np.percentile(v, 90))),
+        precision_met=("precision_met", "mean"),
+    )
+    summary = summary.merge(items.reset_index(), on="method").merge(pd.DataFrame(rows), on="method")
+    return Sequential(results, summary, rules, rounds)
+
+
+#: What the precision report holds the mode to: targets at the precision, and interval coverage.
+GOAL_SHARE = 0.9
+COVERAGE_GOAL = (0.85, 0.95)
+
+
+def precision_table(rounds_of: dict[str, Simulation], precisions: Sequence[float]) -> pd.DataFrame:
+    """Per benchmark and precision: the sequential mode's items, coverage and MAE beside the fixed budget's.
+
+    ``rounds_of`` maps a benchmark's name to its :func:`simulate_rounds` (one method).
+    ``goal_met``: at least :data:`GOAL_SHARE` of the targets reach the precision, with fewer
+    items on average than the fixed budget that brings :data:`FIXED_SHARE` of them there
+    (or no fixed budget up to the maximum does), and coverage within :data:`COVERAGE_GOAL`.
+    """
+    rows = []
+    for name, rounds in rounds_of.items():
+        for precision in precisions:
+            summary = stop(rounds, precision).summary
+            for _, row in summary.iterrows():
+                fixed = row["fixed_budget"]
+                fewer = bool(np.isnan(fixed) or row["items_mean"] < fixed)
+                covered = COVERAGE_GOAL[0] <= row["coverage"] <= COVERAGE_GOAL[1]
+                rows.append(
+                    {
+                        "benchmark": name,
+                        "method": row["method"],
+                        "precision": precision,
+                        "max_budget": rounds.settings["budgets"][-1],
+                        "precision_met": row["precision_met"],
+                        "items_mean": row["items_mean"],
+                        "items_p90": row["items_p90"],
+                        "fixed_budget": fixed,
+                        "coverage": row["coverage"],
+                        "mae": row["mae"],
+                        "factor": row["factor"],
+                        "goal_met": bool(row["precision_met"] >= GOAL_SHARE and fewer and covered),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def followed(
+    rounds: Simulation, precision: float, target: int, run: int = 0, method: str | None = None
+) -> pd.DataFrame:
+    """One target's rounds: per round, the estimate, the rule's interval, and where the rule stops.
+
+    ``target`` is a position among the targets. Columns: ``budget``, ``estimate``,
+    ``low``, ``high``, ``halfwidth``, ``true``, ``stopped`` (the round the rule stops at).
+    """
+    outcome = stop(rounds, precision)
+    method = method or outcome.summary["method"].iloc[0]
+    rule = outcome.rules[method]
+    table = rounds.results[(rounds.results["method"] == method) & (rounds.results["run"] == run)]
+    name = table["target"].drop_duplicates().iloc[target]
+    table = table[table["target"] == name].sort_values("budget")
+    halfwidth = rule.halfwidths(table["difficulty"].to_numpy()[None, :])[0]
+    at = int(stopping_round(halfwidth[None, :], precision)[0])
+    estimate = table["estimate"].to_numpy()
+    return pd.DataFrame(
+        {
+            "target": name,
+            "budget": table["budget"].to_numpy(),
+            "estimate": estimate,
+            "low": np.clip(estimate - halfwidth, 0, 1),
+            "high": np.clip(estimate + halfwidth, 0, 1),
+            "halfwidth": halfwidth,
+            "true": table["true"].to_numpy(),
+            "stopped": np.arange(len(table)) == at,
+        }
+    )
