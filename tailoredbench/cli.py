@@ -64,13 +64,11 @@ def _add_precision(parser, what: str) -> None:
     parser.add_argument(
         "--max-budget",
         type=_positive_int,
-        default=MAX_BUDGET,
         help=f"with --precision: most items (default {MAX_BUDGET})",
     )
     parser.add_argument(
         "--round-size",
         type=_positive_int,
-        default=ROUND_SIZE,
         help=f"with --precision: items per round (default {ROUND_SIZE})",
     )
 
@@ -171,9 +169,23 @@ def _check_output(path: str | None, force: bool) -> None:
         raise TailoredBenchError(f"{target.parent}: not writable")
 
 
+def _check_precision_args(args) -> None:
+    """--max-budget and --round-size go with --precision, whose defaults they then take."""
+    if args.precision is None:
+        given = [
+            flag for flag, value in (("--max-budget", args.max_budget), ("--round-size", args.round_size)) if value
+        ]
+        if given:
+            raise TailoredBenchError(f"{given[0]} applies with --precision only")
+        return
+    args.max_budget = args.max_budget or MAX_BUDGET
+    args.round_size = args.round_size or ROUND_SIZE
+
+
 def _simulate(args) -> int:
     check_distance(args.distance)
     _check_output(args.tidy, args.force)
+    _check_precision_args(args)
     if args.precision is not None:
         if args.budget:
             raise TailoredBenchError("give --precision or --budget, not both")
@@ -285,7 +297,10 @@ def _simulate_precision(args, bench, common) -> int:
 
 
 def _plan(args) -> int:
+    _check_precision_args(args)
     if args.benchmark:
+        if args.precision is not None or args.budget:
+            raise TailoredBenchError("--budget and --precision go with plan --state, after the G-set's lm-eval run")
         if not args.out:
             raise TailoredBenchError("plan --benchmark needs --out FOLDER")
         check_distance(args.distance)

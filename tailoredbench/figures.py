@@ -155,14 +155,15 @@ def plot_native_sources(g_source, g_result, native, distance: str = "manhattan",
     to_sources, threshold = g_set_distances(g_source, g_result, distance=distance)
     order = np.argsort(to_sources[0], kind="stable")
     chosen = np.isin(order, np.asarray(native))
-    fig, ax = _axes(width=7)
+    fig, ax = _axes(width=7, height=4.0)
     ax.bar(np.arange(len(order))[chosen], to_sources[0, order][chosen], color="C0", label="native source")
     ax.bar(np.arange(len(order))[~chosen], to_sources[0, order][~chosen], color="lightgrey", label="other source")
     ax.axhline(threshold, color="C3", ls="--", lw=1, label="mean distance over all pairs of models")
     ax.set_xlabel("source models, nearest to the target first")
     ax.set_ylabel(f"{distance} distance on the G-set")
-    ax.legend(loc="upper left", fontsize="small")
-    fig.tight_layout()
+    # below the axes: inside, it covered the tops of the bars
+    fig.legend(loc="lower center", ncol=3, fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     if path:
         fig.savefig(path, dpi=110)
     return fig
@@ -332,47 +333,39 @@ def plot_embedding(coords: Mapping[str, np.ndarray], labels: np.ndarray, medoids
 
 
 def plot_precision(table: pd.DataFrame, path: str | Path):
-    """Items asked against the requested precision, one panel per benchmark: the sequential mode
-    (mean and 90th percentile) beside the fixed budget that brings 90% of the targets to that precision."""
+    """Items asked against the requested precision, one panel per benchmark and a colour per method: the
+    sequential mode's mean (solid) beside the fixed budget that brings 90% of the targets to that precision
+    (dashed); a hollow marker where fewer than 90% of the targets reach the precision by the maximum."""
     plt, sns = plotting()
     names = list(dict.fromkeys(table["benchmark"]))
-    fig, axes = plt.subplots(1, len(names), figsize=(3.1 * len(names), 3.6), sharey=True, squeeze=False)
-    colours = sns.color_palette("colorblind")
+    methods = list(dict.fromkeys(table["method"]))
+    fig, axes = plt.subplots(1, len(names), figsize=(3.1 * len(names), 3.7), sharey=True, squeeze=False)
+    colour = dict(zip(methods, sns.color_palette("colorblind"), strict=False))
     for ax, name in zip(axes[0], names, strict=True):
-        rows = table[table["benchmark"] == name].sort_values("precision")
-        x = rows["precision"].to_numpy()
-        reached = rows["precision_met"].to_numpy() >= 0.9
-        ax.plot(x, rows["items_mean"], color=colours[0], marker="o", label="sequential: mean items")
-        ax.plot(x, rows["items_p90"], color=colours[0], ls=":", marker=".", label="sequential: 90th percentile")
-        # a hollow marker: fewer than 90% of the targets reached the precision by the maximum
-        ax.scatter(
-            x[~reached],
-            rows["items_mean"].to_numpy()[~reached],
-            s=90,
-            facecolors="white",
-            edgecolors=colours[3],
-            zorder=3,
-            label="< 90% of targets reach it",
-        )
-        ax.plot(x, rows["fixed_budget"], color=colours[1], ls="--", marker="s", label="fixed budget for 90%")
-        top = rows["max_budget"].iloc[0]
+        top = table.loc[table["benchmark"] == name, "max_budget"].iloc[0]
         ax.axhline(top, color="grey", lw=0.8, ls="-.", label="maximum budget")
-        none = rows["fixed_budget"].isna().to_numpy()
-        ax.scatter(
-            x[none],
-            np.full(none.sum(), top),
-            marker="X",
-            s=60,
-            color=colours[1],
-            zorder=3,
-            label="no fixed budget up to the maximum",
-        )
+        for method in methods:
+            rows = table[(table["benchmark"] == name) & (table["method"] == method)].sort_values("precision")
+            x, c = rows["precision"].to_numpy(), colour[method]
+            short = rows["precision_met"].to_numpy() < 0.9
+            ax.plot(x, rows["items_mean"], color=c, marker="o", label=f"{method}: sequential, mean items")
+            ax.scatter(x[short], rows["items_mean"].to_numpy()[short], s=80, facecolors="white", edgecolors=c, zorder=3)
+            ax.plot(
+                x, rows["fixed_budget"], color=c, ls="--", marker="s", ms=4, label=f"{method}: fixed budget for 90%"
+            )
+            # a cross on the maximum: no fixed budget up to it brings 90% of the targets to the precision
+            none = rows["fixed_budget"].isna().to_numpy()
+            ax.scatter(x[none], np.full(none.sum(), top), marker="X", s=45, color=c, zorder=3)
         ax.set_title(name)
         ax.set_xlabel("requested precision (±)")
         ax.invert_xaxis()  # tighter precision to the right: more items
     axes[0][0].set_ylabel("items asked per target")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small", frameon=False)
+    handles.append(plt.Line2D([], [], ls="none", marker="o", mfc="white", mec="grey", ms=9))
+    labels.append("hollow: < 90% of targets reach it")
+    handles.append(plt.Line2D([], [], ls="none", marker="X", color="grey", ms=7))
+    labels.append("cross: no fixed budget up to the maximum")
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize="small", frameon=False)
     fig.tight_layout(rect=(0, 0.16, 1, 1))
     fig.savefig(path, dpi=110)
     return fig

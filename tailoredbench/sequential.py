@@ -165,13 +165,17 @@ COVERAGE_GOAL = (0.85, 0.95)
 def precision_table(rounds_of: dict[str, Simulation], precisions: Sequence[float]) -> pd.DataFrame:
     """Per benchmark and precision: the sequential mode's items, coverage and MAE beside the fixed budget's.
 
-    ``rounds_of`` maps a benchmark's name to its :func:`simulate_rounds` (one method).
-    ``goal_met``: at least :data:`GOAL_SHARE` of the targets reach the precision, with fewer
-    items on average than the fixed budget that brings :data:`FIXED_SHARE` of them there
-    (or no fixed budget up to the maximum does), and coverage within :data:`COVERAGE_GOAL`.
+    ``rounds_of`` maps a benchmark's name to its :func:`simulate_rounds` (one row per
+    method it ran). ``fixed_coverage`` is the mean coverage, over the rounds, of each
+    round's fixed-budget interval (no stopping). ``goal_met``: at least :data:`GOAL_SHARE`
+    of the targets reach the precision, with fewer items on average than the fixed budget
+    that brings :data:`FIXED_SHARE` of them there (or no fixed budget up to the maximum
+    does), and coverage within :data:`COVERAGE_GOAL`.
     """
     rows = []
     for name, rounds in rounds_of.items():
+        # each round's own fixed-budget interval, before any stopping: what the stopping rule starts from
+        fixed_coverage = rounds.summary.groupby("method")["coverage"].mean()
         for precision in precisions:
             summary = stop(rounds, precision).summary
             for _, row in summary.iterrows():
@@ -183,12 +187,14 @@ def precision_table(rounds_of: dict[str, Simulation], precisions: Sequence[float
                         "benchmark": name,
                         "method": row["method"],
                         "precision": precision,
+                        "first_round": rounds.settings["budgets"][0],
                         "max_budget": rounds.settings["budgets"][-1],
                         "precision_met": row["precision_met"],
                         "items_mean": row["items_mean"],
                         "items_p90": row["items_p90"],
                         "fixed_budget": fixed,
                         "coverage": row["coverage"],
+                        "fixed_coverage": fixed_coverage[row["method"]],
                         "mae": row["mae"],
                         "factor": row["factor"],
                         "goal_met": bool(row["precision_met"] >= GOAL_SHARE and fewer and covered),

@@ -178,18 +178,42 @@ def test_cli_precision_bad_input_is_one_line_exit_2(extra, message, capsys):
 @pytest.mark.notebook
 def test_sequential_precision_notebook_smoke(tmp_path):
     """Papermill with small parameters, then the recorded metrics, within their ranges."""
-    params = {"benchmarks": ["pope", "gsm8k"], "precisions": [0.08, 0.2], "max_budget": 30, "runs": 2}
+    params = {
+        "benchmarks": ["pope", "gsm8k"],
+        "precisions": [0.08, 0.2],
+        "max_budget": 30,
+        "runs": 2,
+        "methods": ["tailoredbench", "tailored_plus"],
+    }
     reproduce(["sequential_precision"], parameters=params, output_dir=tmp_path, log=lambda _: None)
     out = tmp_path / "sequential_precision"
     metrics = json.loads((out / "metrics.json").read_text())
     rows = metrics["tables"]["by_precision"]
-    assert [(r["benchmark"], r["precision"]) for r in rows] == [(b, p) for b in ("pope", "gsm8k") for p in (0.08, 0.2)]
+    methods = ("tailored_plus", "tailoredbench")  # the summary's order
+    expected = [(b, p, m) for b in ("pope", "gsm8k") for p in (0.08, 0.2) for m in methods]
+    assert [(r["benchmark"], r["precision"], r["method"]) for r in rows] == expected
     for row in rows:
         assert 15 <= row["items_mean"] <= row["max_budget"] == 30
         assert 0 <= row["precision_met"] <= 1 and 0 <= row["coverage"] <= 1 and 0 <= row["mae"] <= 0.5
-    by = {(r["benchmark"], r["precision"]): r for r in rows}
-    assert by["gsm8k", 0.2]["items_mean"] <= by["gsm8k", 0.08]["items_mean"]  # looser is never dearer
-    assert len(metrics["findings"]) == 2 and all(line.startswith(("pope:", "gsm8k:")) for line in metrics["findings"])
+    by = {(r["benchmark"], r["precision"], r["method"]): r for r in rows}
+    for m in methods:  # looser is never dearer
+        assert by["gsm8k", 0.2, m]["items_mean"] <= by["gsm8k", 0.08, m]["items_mean"]
+    assert len(metrics["findings"]) == 4
+    assert all(line.startswith(("pope, ", "gsm8k, ")) for line in metrics["findings"])
     assert sorted(p.name for p in (out / "figures").glob("*.png")) == ["items_by_precision.png", "one_model.png"]
     nb = check_clean(out / "sequential_precision.ipynb", tmp_path)
     assert len(image_cells(nb)) == 2
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["simulate", "--benchmark", "pope", "--max-budget", "40"], "--max-budget applies with --precision only"),
+        (["simulate", "--benchmark", "pope", "--round-size", "3"], "--round-size applies with --precision only"),
+        (["plan", "--benchmark", "pope", "--out", "x", "--precision", "0.05"], "go with plan --state"),
+    ],
+)
+def test_precision_settings_without_precision_are_refused(args, message, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.splitlines()) == 1
