@@ -211,9 +211,8 @@ def followed(
     ``target`` is a position among the targets. Columns: ``budget``, ``estimate``,
     ``low``, ``high``, ``halfwidth``, ``true``, ``stopped`` (the round the rule stops at).
     """
-    outcome = stop(rounds, precision)
-    method = method or outcome.summary["method"].iloc[0]
-    rule = outcome.rules[method]
+    method = method or rounds.settings["methods"][0]
+    rule = StoppingRule.calibrate(rounds.calibration[method], precision, rounds.settings["interval"])
     table = rounds.results[(rounds.results["method"] == method) & (rounds.results["run"] == run)]
     name = table["target"].drop_duplicates().iloc[target]
     table = table[table["target"] == name].sort_values("budget")

@@ -294,9 +294,11 @@ def _drop_rounds(folder: Path) -> None:
 def _sequential(state: dict, samples) -> dict:
     """Replay the sequential mode on the samples: the rule, every round's probe, and where the rule stops.
 
-    Returns ``answered`` (rounds whose every item has a result) and, once a round is
-    answered, ``stop`` (the first answered round whose half-width meets the precision,
-    else the last answered one), ``met``, ``estimate``, ``low`` and ``high`` there.
+    Returns ``native`` (the native sources' names), ``answered`` (rounds whose every item
+    has a result), ``status`` (``"precision reached"``, ``"maximum budget reached"`` or
+    ``"next round"``) and, once a round is answered, ``stop`` (the first answered round
+    whose half-width meets the precision, else the last answered one), ``estimate``,
+    ``low`` and ``high`` there.
     """
     bench, tb = fitted(state)
     results = _results(state, samples, bench.source.items)
@@ -305,19 +307,22 @@ def _sequential(state: dict, samples) -> dict:
     native = [bench.source.models[i] for i in probes[0].native_sources]
     if state.get("native_sources", native) != native:
         raise TailoredBenchError("the G-set results differ from those the rounds were planned with")
-    out = {"bench": bench, "rule": rule, "probes": probes, "answered": 0, "met": False}
+    out = {"bench": bench, "rule": rule, "probes": probes, "native": native, "answered": 0, "status": "next round"}
     for index, probe in enumerate(probes):
         doc_ids = [bench.source.items[i] for i in probe.items]
         if not all(d in results for d in doc_ids):
             break
         y = np.array([results[d] for d in doc_ids])
-        low, high = tb.interval(probe, y, rule=rule)
-        met = tb.precise(probe, y, rule)
-        out.update(
-            answered=index + 1, stop=index, met=met, low=low, high=high, estimate=tb.estimate(probe, y, rule=rule)
-        )
-        if met:  # the rule stops at the first round that meets the precision, even if more were answered
+        out.update(answered=index + 1, stop=index, y=y)
+        if tb.precise(probe, y, rule):  # the rule stops here, even if more rounds were answered
+            out["status"] = "precision reached"
             break
+    else:
+        out["status"] = "maximum budget reached"
+    if out["answered"]:
+        probe, y = probes[out["stop"]], out.pop("y")
+        low, high = tb.interval(probe, y, rule=rule)
+        out.update(estimate=tb.estimate(probe, y, rule=rule), low=low, high=high)
     return out
 
 
@@ -363,26 +368,17 @@ def plan_round(
         _drop_rounds(folder)
         (folder / N_SET).unlink(missing_ok=True)
     bench, probes, answered = replayed["bench"], replayed["probes"], replayed["answered"]
-    out = {"status": "next round", "items": probes[answered - 1].budget if answered else len(state["g_set"])}
-    out["file"] = None
-    if answered:
-        out.update({k: replayed[k] for k in ("estimate", "low", "high", "met")})
-    if replayed["met"]:
-        out["status"] = "precision reached"
-        out["items"] = probes[replayed["stop"]].budget
-    elif answered == len(probes):
-        out["status"] = "maximum budget reached"
-    else:
-        probe = probes[answered]
-        new = probe.n_set[len(probes[answered - 1].n_set) if answered else 0 :]
+    out = {k: replayed[k] for k in ("status", "estimate", "low", "high", "rule") if k in replayed}
+    out.update(items=probes[replayed["stop"]].budget if answered else len(state["g_set"]), file=None, round=answered)
+    if out["status"] == "next round":
+        new = probes[answered].n_set[len(probes[answered - 1].n_set) if answered else 0 :]
         path = folder / ROUND.format(answered + 1)
         _write_json(path, samples_argument(state["task"], [bench.source.items[i] for i in new]))
-        out["file"] = str(path)
-    rounds = sorted({*state["rounds"], *[p.budget for p in probes[: answered + (out["file"] is not None)]]})
-    native = [bench.source.models[i] for i in probes[0].native_sources]
-    state = _sealed({**_g_part(state), **settings, "native_sources": native, "rounds": rounds})
+        out.update(file=str(path), round=answered + 1)
+    rounds = sorted({*state["rounds"], *(p.budget for p in probes[: out["round"]])})
+    state = _sealed({**_g_part(state), **settings, "native_sources": replayed["native"], "rounds": rounds})
     _write_json(folder / STATE, state)
-    return {**out, "round": answered + (out["file"] is not None), "precision": precision, "rule": replayed["rule"]}
+    return {**out, "precision": precision}
 
 
 def _estimate_sequential(state: dict, samples) -> dict:
@@ -391,20 +387,15 @@ def _estimate_sequential(state: dict, samples) -> dict:
         raise TailoredBenchError("no round is answered yet: run lm-eval on round_1.json, then plan or estimate")
     probe = replayed["probes"][replayed["stop"]]
     bench = replayed["bench"]
-    if replayed["met"]:
-        status = "precision reached"
-    elif replayed["answered"] == len(replayed["probes"]):
-        status = "maximum budget reached"
-    else:
-        status = "precision not reached yet: plan the next round"
+    status = replayed["status"]
     return {
         "estimate": replayed["estimate"],
         "interval_low": replayed["low"],
         "interval_high": replayed["high"],
         "budget": probe.budget,
         "precision": state["precision"],
-        "precision_met": bool(replayed["met"]),
-        "status": status,
+        "precision_met": status == "precision reached",
+        "status": "precision not reached yet: plan the next round" if status == "next round" else status,
         "items_used": [bench.source.items[i] for i in probe.items],
         "native_sources": state["native_sources"],
     }
