@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 from .datasets.benchmarks import PAPER_BENCHMARKS
-from .datasets.files import pin_data_dir
+from .datasets.files import cache_dir, pin_data_dir
 from .errors import TailoredBenchError
+from .run_cache import ENV as RUN_CACHE
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -205,6 +206,7 @@ def reproduce(
     quick: bool = False,
     force: bool = False,
     only_declared: bool = False,
+    run_cache: str | Path | bool | None = None,
     notebooks_dir: str | Path = NOTEBOOKS,
     log=print,
 ) -> list[Path]:
@@ -224,6 +226,11 @@ def reproduce(
     force : bool
         Allow replacing an existing report made with other parameters; ``reports/``
         itself, run with the notebooks' own parameters, is always regenerated.
+    run_cache : path or False, optional
+        Where the notebooks keep and read each run's chosen probes (:mod:`tailoredbench.run_cache`),
+        so that a later notebook reads what an earlier one computed: by default
+        ``$TAILOREDBENCH_RUN_CACHE`` if it is set (empty: off), else ``runs/`` in the user
+        cache. ``False`` turns it off. The numbers are the same either way.
 
     Returns
     -------
@@ -236,9 +243,6 @@ def reproduce(
         A cell failed (or the run was interrupted); that notebook's previous report is left
         as it was, and no later notebook runs.
     """
-    import nbformat
-    import papermill as pm
-
     pin_data_dir()  # a relative $TAILOREDBENCH_DATA means from here, not from notebooks/
     notebooks_dir = Path(notebooks_dir)
     names = list(names or ORDER)
@@ -260,6 +264,25 @@ def reproduce(
                 "name another folder with --output-dir, or add --force to replace it"
             )
     root.mkdir(parents=True, exist_ok=True)
+    if run_cache is None or run_cache is True:
+        run_cache = os.environ.get(RUN_CACHE, cache_dir() / "runs")
+    # The kernels inherit this process's environment: the variable tells them where.
+    previous = os.environ.get(RUN_CACHE)
+    os.environ[RUN_CACHE] = str(Path(run_cache).resolve()) if run_cache else ""
+    try:
+        return _execute(names, chosen, declared, root, notebooks_dir, log)
+    finally:
+        if previous is None:
+            del os.environ[RUN_CACHE]
+        else:
+            os.environ[RUN_CACHE] = previous
+
+
+def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log) -> list[Path]:
+    """Run each notebook into its staging folder; a success replaces its report."""
+    import nbformat
+    import papermill as pm
+
     outputs, began = [], time.perf_counter()
     for number, name in enumerate(names, 1):
         final, stage, failed = root / name, root / f".{name}.partial", root / f".{name}.failed"
@@ -308,4 +331,3 @@ def reproduce(
         outputs.append(final / f"{name}.ipynb")
     log(f"{len(names)} notebook(s) in {_clock(time.perf_counter() - began)}")
     return outputs
-

@@ -296,8 +296,13 @@ def k_medoids_binary(
         pool = np.setdiff1d(np.arange(n), np.concatenate([fixed, chosen]))
         chosen += rng.choice(pool, missing, replace=False).tolist()
     medoids = np.concatenate([fixed, np.asarray(chosen, dtype=np.int64)])
-    labels, nearest = assign(points.between(points.pattern[medoids])[:, points.pattern])
+    labels, nearest = nearest_medoid(points, medoids)
     return KMedoidsResult(medoids, labels, float(nearest.sum()), n_swaps)
+
+
+def nearest_medoid(points: BinaryPoints, medoids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's nearest medoid (a position in ``medoids``, the earlier on ties) and its distance."""
+    return assign(points.between(points.pattern[medoids])[:, points.pattern])
 
 
 def _clara(points: BinaryPoints, weights, k: int, fixed_patterns, rng, max_iter: int, sample: int, draws: int):

@@ -26,7 +26,7 @@ import numpy as np
 
 from .distances import binary_distances, check_distance
 from .errors import TailoredBenchError, check_integer
-from .kmedoids import BinaryPoints, binary_points, k_medoids_binary
+from .kmedoids import BinaryPoints, binary_points, k_medoids_binary, nearest_medoid
 
 #: K-Medoids passes; FasterPAM converges in a handful on these data.
 MAX_ITER = 100
@@ -263,6 +263,15 @@ def n_set(
         raise TailoredBenchError(f"budget {budget} must exceed the {len(held)} items already asked")
     result = k_medoids_binary(points, budget, fixed=held, random_state=random_state, max_iter=MAX_ITER, sample=sample)
     return Probe(g_set, native_sources, result.medoids[len(g_set) :], result.labels)
+
+
+def chosen_probe(points: BinaryPoints, g_set: np.ndarray, native_sources: np.ndarray, items: np.ndarray) -> Probe:
+    """The :class:`Probe` of items :func:`n_set` chose before (G-set first): each item's cluster, as it assigned them.
+
+    ``points`` is the native sources' embedding that chose them.
+    """
+    items = np.asarray(items, dtype=np.int64)
+    return Probe(g_set, native_sources, items[len(g_set) :], nearest_medoid(points, items)[0])
 
 
 def calibrated_estimate(native_mean: np.ndarray, probe: Probe, results: np.ndarray) -> float:

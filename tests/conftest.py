@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# No run cache unless a test asks for one: runs compared for determinism must each be computed.
+os.environ["TAILOREDBENCH_RUN_CACHE"] = ""
 #: The local data mirror, when $TAILOREDBENCH_DATA names one (optional: the loader can download).
 MIRROR = Path(os.environ["TAILOREDBENCH_DATA"]) if os.environ.get("TAILOREDBENCH_DATA") else None
 

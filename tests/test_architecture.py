@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tailoredbench"
 LAYERS = {
     "foundation": ["errors", "_version", "paper", "rng", "atomic"],
     "data": ["datasets", "families"],
-    "core": ["distances", "kmedoids", "tailored", "conformal", "oracle", "metrics"],
+    "core": ["distances", "kmedoids", "tailored", "conformal", "oracle", "metrics", "run_cache"],
     "methods": ["methods"],
     "estimator": ["intervals", "estimator"],
     "reporting": ["tables", "figures", "provenance", "report"],

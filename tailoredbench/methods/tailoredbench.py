@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .. import rng
+from .. import rng, run_cache
 from ..distances import check_distance
 from ..errors import TailoredBenchError
 from ..kmedoids import binary_points
@@ -21,6 +21,7 @@ from ..tailored import (
     Probe,
     calibrated_estimate,
     check_budget,
+    chosen_probe,
     g_set,
     n_set,
     native_rows,
@@ -66,32 +67,55 @@ def probes(
         check_budget(budget, g_size, source.shape[1])
     if sample and sample <= budgets[-1]:
         raise TailoredBenchError(f"sample {sample} must exceed the largest budget {budgets[-1]} (or be 0: exact)")
-    # The G-set stays exact under `sample`: it is chosen once per run for all targets.
-    g_items = g_set(source, g_size, random_state=rng.stream(key, rng.G_SET), points=prepared["points"])
+    n_targets = oracles[budgets[0]].n_targets
+    # Every input of the chosen items is in the key (tailoredbench.run_cache). A budget's
+    # items depend on no other budget's, except on a growing probe, whose rounds form one entry.
+    root = prepared.get("run_cache")
+    cache_key = [source, oracles[budgets[0]].digest, list(key), g_size, distance, n_native, native_offset, sample, grow]
+    groups = [tuple(budgets)] if grow else [(b,) for b in budgets]
+    kept, g_items = {}, None  # each cached budget's items per target, and the G-set
+    for group in groups:
+        shapes = {"g_set": (g_size,), **{f"items_{b}": (n_targets, b) for b in group}}
+        entry = run_cache.load(root, "probes", [*cache_key, list(group)], shapes)
+        if entry is not None:
+            kept.update({b: entry[f"items_{b}"] for b in group})
+            g_items = entry["g_set"]
+    if g_items is None:
+        # The G-set stays exact under `sample`: it is chosen once per run for all targets.
+        g_items = g_set(source, g_size, random_state=rng.stream(key, rng.G_SET), points=prepared["points"])
     g_target = oracles[budgets[0]].ask(g_items)
     for budget in budgets[1:]:
         oracles[budget].ask(g_items)
     adaptive, order = ranked_sources(source[:, g_items], g_target, distance=distance)
     neighbours = native_rows(order, adaptive if n_native is None else n_native, native_offset)
+    chosen = {b: np.empty((n_targets, b), dtype=np.int32) for b in budgets if b not in kept}
     for t, rows in enumerate(neighbours):
         native = source[rows]
         points = binary_points(native.T, distance)
         native_mean = native.mean(axis=0)
         asked = ()
         for budget in budgets:
-            probe = n_set(
-                source,
-                rows,
-                g_items,
-                budget,
-                random_state=rng.stream(key, rng.N_SET, t, budget),
-                points=points,
-                sample=sample,
-                asked=asked,
-            )
+            if budget in kept:
+                probe = chosen_probe(points, g_items, rows, kept[budget][t])
+            else:
+                probe = n_set(
+                    source,
+                    rows,
+                    g_items,
+                    budget,
+                    random_state=rng.stream(key, rng.N_SET, t, budget),
+                    points=points,
+                    sample=sample,
+                    asked=asked,
+                )
+                chosen[budget][t] = probe.items
             if grow:
                 asked = probe.n_set
             yield budget, Answered(t, probe, native_mean, oracles[budget].ask(probe.items, targets=[t])[0])
+    for group in groups:
+        if group[0] not in kept:
+            items = {f"items_{b}": chosen[b] for b in group}
+            run_cache.store(root, "probes", [*cache_key, list(group)], g_set=g_items, **items)
 
 
 class TailoredBenchMethod(Method):
@@ -122,8 +146,8 @@ class TailoredBenchMethod(Method):
     real_use = True
 
     def prepare(self, source, budgets, *, distance, **_options) -> dict:
-        """The items as points under the full source embedding."""
-        return {"points": binary_points(source.T, check_distance(distance))}
+        """The items as points under the full source embedding, and the run cache's folder (or None)."""
+        return {"points": binary_points(source.T, check_distance(distance)), "run_cache": run_cache.folder()}
 
     def run(self, prepared, source, oracles, key, *, calibrate=True, **options) -> dict[int, np.ndarray]:
         estimates = {b: np.empty(oracles[b].n_targets) for b in oracles}

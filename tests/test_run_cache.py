@@ -1,0 +1,117 @@
+"""The run cache: a run read from it gives the numbers of a run computed afresh, to the digit."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tailoredbench as tb
+from conftest import synthetic_matrix
+from tailoredbench import run_cache, sequential
+from tailoredbench.batch import reproduce
+from tailoredbench.errors import CacheWarning
+from tailoredbench.methods.tailoredbench import TailoredBenchMethod
+
+ENV = run_cache.ENV
+
+
+@pytest.fixture
+def bench():
+    """SYNTHETIC: 30 sources and 12 targets on 150 items."""
+    matrix = synthetic_matrix(42, 150, seed=3)
+    return tb.Benchmark("synthetic", tb.ResponseMatrix(matrix[:30]), tb.ResponseMatrix(matrix[30:]))
+
+
+def _simulate(bench, budgets=(15, 20), **kwargs):
+    settings = {"methods": ["tailoredbench", "tailored_plus"], "runs": 2, "g_size": 5, "interval": 0.9, **kwargs}
+    return tb.simulate(bench, budgets=list(budgets), **settings).results
+
+
+def _entries(folder):
+    return sorted(p.relative_to(folder) for p in folder.rglob("*.npz"))
+
+
+def test_off_unless_a_folder_is_named(bench, tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV, "")
+    assert run_cache.folder() is None
+    assert TailoredBenchMethod().prepare(bench.source.values, [15], distance="manhattan")["run_cache"] is None
+    monkeypatch.setenv(ENV, str(tmp_path))
+    assert run_cache.folder() == tmp_path
+
+
+def test_cached_runs_give_the_same_numbers(bench, tmp_path, monkeypatch):
+    fresh = _simulate(bench)
+    monkeypatch.setenv(ENV, str(tmp_path))
+    first = _simulate(bench)
+    stored = _entries(tmp_path)
+    # the targets' runs, the interval's folds and TailoredBench+'s stacking folds, one entry per budget
+    assert stored and all(p.parts[0] == "probes" for p in stored)
+    second = _simulate(bench)
+    assert _entries(tmp_path) == stored  # everything was read, nothing chosen again
+    pd.testing.assert_frame_equal(fresh, first, check_exact=True)
+    pd.testing.assert_frame_equal(fresh, second, check_exact=True)
+    # one budget of those runs is read from them, and is what a fresh run of it gives
+    alone = _simulate(bench, budgets=[20])
+    assert _entries(tmp_path) == stored
+    monkeypatch.setenv(ENV, "")
+    pd.testing.assert_frame_equal(alone, _simulate(bench, budgets=[20]), check_exact=True)
+
+
+def test_other_parameters_or_data_are_other_entries(bench, tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV, str(tmp_path))
+    _simulate(bench, methods=["tailoredbench"], interval=None, runs=1)
+    stored = _entries(tmp_path)
+    _simulate(bench, methods=["tailoredbench"], interval=None, runs=1, seed=1)
+    _simulate(bench, methods=["tailoredbench"], interval=None, runs=1, g_size=6)
+    changed = tb.Benchmark("synthetic", bench.source, tb.ResponseMatrix(1 - bench.target.values))
+    _simulate(changed, methods=["tailoredbench"], interval=None, runs=1)
+    assert len(_entries(tmp_path)) == 4 * len(stored)
+
+
+def test_a_growing_probe_is_cached_whole_and_read_the_same(bench, tmp_path, monkeypatch):
+    def rounds():
+        out = sequential.simulate_rounds(bench, ["tailoredbench"], max_budget=25, step=5, g_size=5, runs=2)
+        return out.results
+
+    fresh = rounds()
+    monkeypatch.setenv(ENV, str(tmp_path))
+    first, second = rounds(), rounds()
+    pd.testing.assert_frame_equal(fresh, first, check_exact=True)
+    pd.testing.assert_frame_equal(fresh, second, check_exact=True)
+
+
+def test_a_damaged_entry_is_named_removed_and_computed_again(bench, tmp_path, monkeypatch):
+    fresh = _simulate(bench, methods=["tailoredbench"], interval=None, runs=1)
+    monkeypatch.setenv(ENV, str(tmp_path))
+    _simulate(bench, methods=["tailoredbench"], interval=None, runs=1)
+    damaged, *_ = (tmp_path / p for p in _entries(tmp_path))
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    with pytest.warns(CacheWarning, match="damaged cache entry"):
+        again = _simulate(bench, methods=["tailoredbench"], interval=None, runs=1)
+    pd.testing.assert_frame_equal(fresh, again, check_exact=True)
+    assert damaged.is_file()  # written anew
+
+
+def test_keys_tell_values_apart_but_not_numpy_from_python_integers(tmp_path):
+    path = run_cache._path
+    assert path(tmp_path, "probes", [np.int64(5), [1, 2]]) == path(tmp_path, "probes", [5, [1, 2]])
+    assert path(tmp_path, "probes", [5]) != path(tmp_path, "probes", [5.0])
+    assert path(tmp_path, "probes", [None]) != path(tmp_path, "probes", [0])
+    assert path(tmp_path, "probes", [np.zeros(2)]) != path(tmp_path, "probes", [np.zeros((1, 2))])
+    assert path(None, "probes", [5]) is None
+
+
+def test_reproduce_hands_the_cache_to_the_notebooks(tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV)
+    cache = tmp_path / "cache"
+    tiny = {"methods": ["tailoredbench", "random"], "budgets": [15], "runs": 1, "jobs": 1}
+    reproduce(["gsm8k"], parameters=tiny, output_dir=tmp_path / "a", run_cache=cache, log=lambda _: None)
+    stored = _entries(cache)
+    assert stored
+    reproduce(["gsm8k"], parameters=tiny, output_dir=tmp_path / "b", run_cache=cache, log=lambda _: None)
+    assert _entries(cache) == stored
+    reproduce(["gsm8k"], parameters=tiny, output_dir=tmp_path / "c", run_cache=False, log=lambda _: None)
+    metrics = [json.loads((tmp_path / d / "gsm8k" / "metrics.json").read_text())["summary"] for d in "abc"]
+    assert metrics[0] == metrics[1] == metrics[2]
+    assert ENV not in __import__("os").environ  # as it was
