@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from joblib import Parallel, delayed
 
-from . import rng
+from . import rng, run_cache
 from .conformal import LEVEL, PseudoTargets, difficulty, model_folds, unlikeness
 from .errors import TailoredBenchError
 from .methods import get_method, name_options, split_name
@@ -88,13 +89,15 @@ def pseudo_targets_of(
     seed: int = 0,
     folds: int | None = None,
     repeats: int | None = None,
+    n_jobs: int = 1,
     **options,
 ) -> dict[str, dict[int, PseudoTargets]]:
     """:func:`pseudo_targets` of several variants of one method, from one pass over the folds.
 
     Variants share their probes (and random streams), so each fold's pseudo-targets are
     asked once and every variant's estimate is read from the same answers: the same
-    numbers as one variant at a time, for the cost of one.
+    numbers as one variant at a time, for the cost of one. ``n_jobs`` runs the folds in
+    parallel (joblib), with the same numbers.
     """
     bases = {split_name(m)[0] for m in methods}
     if len(bases) != 1:
@@ -112,28 +115,50 @@ def pseudo_targets_of(
     checked = {m: impl.check_options({**options, **name_options(m)}) for m in methods}
     variants = {m: checked[m].get("variant") for m in methods}
     shared = {k: v for k, v in checked[methods[0]].items() if k != "variant"}
-    parts = {m: {b: [] for b in budgets} for m in methods}  # per fold: (errors, estimates, unlikeness, item counts)
-    for index, kept, held_out in model_folds(n_sources, folds, repeats, seed):
-        pseudo_source, pseudo_target = source[kept], source[held_out]
-        oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
-        key = (seed, rng.PSEUDO_RUN + index)
-        if impl.variants:
-            prepared = impl.prepare(pseudo_source, budgets, variants=list(variants.values()), **shared)
-            by_variant = impl.run_variants(prepared, pseudo_source, oracles, key, list(variants.values()), **shared)
-            estimates = {m: by_variant[variants[m]] for m in methods}
-        else:
-            (method,) = methods
-            prepared = impl.prepare(pseudo_source, budgets, **checked[method])
-            estimates = {method: impl.run(prepared, pseudo_source, oracles, key, **checked[method])}
-        truth = pseudo_target.mean(axis=1)
-        for b in budgets:
-            revealed = revealed_unlikeness(pseudo_source, oracles[b])
-            for m in methods:
-                estimate = np.asarray(estimates[m][b], dtype=float)
-                parts[m][b].append((np.abs(estimate - truth), estimate, *revealed))
+    # the folds are independent: in parallel, each with its own random key, read back in order;
+    # the run cache is the one this process names, whatever the workers' environment
+    cache = run_cache.folder()
+    parts = Parallel(n_jobs=n_jobs)(
+        delayed(_fold)(
+            impl,
+            methods,
+            checked,
+            variants,
+            shared,
+            source[kept],
+            source[held_out],
+            budgets,
+            (seed, rng.PSEUDO_RUN + index),
+            cache,
+        )
+        for index, kept, held_out in model_folds(n_sources, folds, repeats, seed)
+    )
     return {
-        m: {b: PseudoTargets(*map(np.concatenate, zip(*parts[m][b], strict=True))) for b in budgets} for m in methods
+        m: {b: PseudoTargets(*map(np.concatenate, zip(*[p[m][b] for p in parts], strict=True))) for b in budgets}
+        for m in methods
     }
+
+
+def _fold(impl, methods, checked, variants, shared, pseudo_source, pseudo_target, budgets, key, cache) -> dict:
+    """One fold: per method and budget, (errors, estimates, unlikeness, item counts) of its pseudo-targets."""
+    oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
+    options = shared if impl.variants else checked[methods[0]]
+    extra = {"variants": list(variants.values())} if impl.variants else {}
+    prepared = {**impl.prepare(pseudo_source, budgets, **extra, **options), "run_cache": cache}
+    if impl.variants:
+        by_variant = impl.run_variants(prepared, pseudo_source, oracles, key, list(variants.values()), **shared)
+        estimates = {m: by_variant[variants[m]] for m in methods}
+    else:
+        (method,) = methods
+        estimates = {method: impl.run(prepared, pseudo_source, oracles, key, **options)}
+    truth = pseudo_target.mean(axis=1)
+    parts = {m: {} for m in methods}
+    for b in budgets:
+        revealed = revealed_unlikeness(pseudo_source, oracles[b])
+        for m in methods:
+            estimate = np.asarray(estimates[m][b], dtype=float)
+            parts[m][b] = (np.abs(estimate - truth), estimate, *revealed)
+    return parts
 
 
 def scales(method: str, source: np.ndarray, budgets: Sequence[int], level: float = LEVEL, **kwargs) -> dict:

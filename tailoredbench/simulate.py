@@ -301,13 +301,12 @@ def simulate(
         if bench.source.n_models < 3:
             raise TailoredBenchError(f"{bench.name}: intervals need at least 3 source models")
     source, target = bench.source.values, bench.target.values
-    prepared = _prepare(source, budgets, settings_of)
-
-    start = time.perf_counter()
     # Processes by default (threads measured slower: the per-target Python work holds
     # the GIL); any joblib backend can be asked for, e.g. "dask" for a cluster.
     config = {"n_jobs": n_jobs} if backend is None else {"backend": backend, "n_jobs": n_jobs}
     with dask_client(backend, scheduler, n_jobs), parallel_config(**config):
+        prepared = _prepare(source, budgets, settings_of)  # TailoredBench+'s weights are fitted on the workers
+        start = time.perf_counter()
         tasks = Parallel(return_as="generator")(
             delayed(_one_run)(r, settings_of, prepared, source, target, budgets, seed, interval is not None)
             for r in range(runs)
@@ -315,7 +314,9 @@ def simulate(
         if progress:
             tasks = tqdm(tasks, total=runs, desc=f"{bench.name} runs")
         outputs = sorted(tasks, key=lambda out: out[0])
-    wall = time.perf_counter() - start
+        wall = time.perf_counter() - start
+        # the intervals' calibration on source models, through the same workers
+        calibration = {} if interval is None else _calibration(settings_of, source, budgets, seed, prepared, n_jobs)
 
     truth = target.mean(axis=1)
     frames = []
@@ -334,9 +335,8 @@ def simulate(
                     frame["difficulty"] = hardness[name][b_index]
                 frames.append(pd.DataFrame(frame))
     results = pd.concat(frames, ignore_index=True)
-    calibration = {}
     if interval is not None:
-        results, calibration = _with_intervals(results, settings_of, source, budgets, seed, interval, prepared)
+        results = _with_intervals(results, calibration, interval)
     seconds = {name: float(np.mean([out[2][name] for out in outputs])) for name in methods}
     seconds["wall_per_run"] = wall / runs
     settings = {
@@ -353,11 +353,8 @@ def simulate(
     return Simulation(results, summarize(results), bench.summary(), settings, seconds, calibration)
 
 
-def _with_intervals(results, settings, source, budgets, seed, level, prepared):
-    """``results`` with each estimate's interval, and ``{method: {budget: PseudoTargets}}`` it was calibrated on."""
-    results = results.copy()
-    results["interval_low"] = np.nan
-    results["interval_high"] = np.nan
+def _calibration(settings, source, budgets, seed, prepared, n_jobs) -> dict:
+    """``{method: {budget: PseudoTargets}}``: the source models estimated as targets that calibrate the intervals."""
     calibration = {}
     for base, names in _by_base(settings).items():
         # fitted combination weights (TailoredBench+) are reused in the folds rather than refitted in each
@@ -365,13 +362,21 @@ def _with_intervals(results, settings, source, budgets, seed, level, prepared):
         if "weights" in prepared[base]:
             options["weights"] = prepared[base]["weights"]
         # a method's variants share one pass over the folds, as they share one pass over the runs
-        calibration.update(pseudo_targets_of(names, source, budgets, seed=seed, **options))
-    for name in settings:
-        for budget in budgets:
+        calibration.update(pseudo_targets_of(names, source, budgets, seed=seed, n_jobs=n_jobs, **options))
+    return calibration
+
+
+def _with_intervals(results, calibration, level):
+    """``results`` with each estimate's interval, from the quantiles of ``calibration``."""
+    results = results.copy()
+    results["interval_low"] = np.nan
+    results["interval_high"] = np.nan
+    for name, by_budget in calibration.items():
+        for budget, pseudo in by_budget.items():
             rows = (results["method"] == name) & (results["budget"] == budget)
-            q = calibration[name][budget].quantile(level=level)
+            q = pseudo.quantile(level=level)
             halfwidth = q * results.loc[rows, "difficulty"].to_numpy()
             low, high = interval(results.loc[rows, "estimate"].to_numpy(), halfwidth)
             results.loc[rows, "interval_low"] = low
             results.loc[rows, "interval_high"] = high
-    return results, calibration
+    return results

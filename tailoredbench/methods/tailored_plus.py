@@ -38,8 +38,9 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 import numpy as np
+from joblib import Parallel, delayed
 
-from .. import rng
+from .. import rng, run_cache
 from ..conformal import model_folds
 from ..errors import TailoredBenchError
 from ..oracle import Oracle
@@ -204,20 +205,34 @@ def stack_weights(
     if source.shape[0] < 3:  # no fold would leave two pseudo-sources: nothing to fit on
         return np.full(len(COMPONENTS), 1 / len(COMPONENTS))
     folds = min(STACK_FOLDS, source.shape[0])
-    columns, targets = [], []
-    method = TailoredPlus()
-    for index, kept, held_out in model_folds(source.shape[0], folds, STACK_REPEATS, seed, stream=rng.STACKING_FOLDS):
-        pseudo_source, pseudo_target = source[kept], source[held_out]
-        prepared = method.prepare(pseudo_source, budgets, distance=distance, variants=COMPONENTS)
-        oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
-        key = (seed, rng.STACK_RUN + index)
-        out = method.run_variants(
-            prepared, pseudo_source, oracles, key, COMPONENTS, g_size=g_size, distance=distance, grow=grow
+    cache = run_cache.folder()  # this process's, whatever the workers' environment
+    # The folds are independent; they run on the workers of the caller's joblib configuration
+    # (a simulation's), each with its own random key, and are read back in order.
+    outputs = Parallel()(
+        delayed(_stack_fold)(
+            source[kept],
+            source[held_out],
+            budgets,
+            (seed, rng.STACK_RUN + index),
+            cache,
+            g_size=g_size,
+            distance=distance,
+            grow=grow,
         )
-        for b in budgets:
-            columns.append(np.column_stack([out[c][b] for c in COMPONENTS]))
-            targets.append(pseudo_target.mean(axis=1))
-    return simplex_weights(np.vstack(columns), np.concatenate(targets))
+        for index, kept, held_out in model_folds(source.shape[0], folds, STACK_REPEATS, seed, stream=rng.STACKING_FOLDS)
+    )
+    return simplex_weights(np.vstack([c for c, _ in outputs]), np.concatenate([t for _, t in outputs]))
+
+
+def _stack_fold(pseudo_source, pseudo_target, budgets, key, cache, **options) -> tuple[np.ndarray, np.ndarray]:
+    """One fold's pseudo-target estimates by every component (a column each) at every budget, and their truth."""
+    method = TailoredPlus()
+    prepared = method.prepare(pseudo_source, budgets, distance=options["distance"], variants=COMPONENTS)
+    prepared["run_cache"] = cache
+    oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
+    out = method.run_variants(prepared, pseudo_source, oracles, key, COMPONENTS, **options)
+    columns = np.vstack([np.column_stack([out[c][b] for c in COMPONENTS]) for b in budgets])
+    return columns, np.tile(pseudo_target.mean(axis=1), len(budgets))
 
 
 class TailoredPlus(Method):
