@@ -15,7 +15,7 @@ import numpy as np
 
 from . import atomic
 from .batch import NotebookFailed, reproduce
-from .conformal import MAX_BUDGET, ROUND_SIZE
+from .conformal import MAX_BUDGET, ROUND_SIZE, check_precision
 from .datasets import load_benchmark, load_matrix, split_models
 from .datasets.benchmarks import BENCHMARKS, Benchmark
 from .datasets.files import pin_data_dir
@@ -46,20 +46,17 @@ _positive_int = _at_least(1, "at least 1")
 _seed = _at_least(0, "0 or more")
 
 
-def _precision(text: str) -> float:
-    """An argparse type: a half-width between 0 and 1."""
+def _number(text: str) -> float:
+    """An argparse type: a number (its range is checked where it is used)."""
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (a half-width, e.g. 0.04): {value}")
-    return value
 
 
 def _add_precision(parser, what: str) -> None:
     parser.add_argument(
-        "--precision", type=_precision, help=f"{what}: add items in rounds until the 90%% interval is +- this"
+        "--precision", type=_number, help=f"{what}: add items in rounds until the 90%% interval is +- this"
     )
     parser.add_argument(
         "--max-budget",
@@ -151,6 +148,12 @@ def _build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--runs", type=_positive_int, help="runs for every chosen notebook that declares them")
     rep.add_argument("--quick", action="store_true", help="small parameters: every notebook in a few minutes")
     rep.add_argument("--force", action="store_true", help="replace existing reports made with other parameters")
+    rep.add_argument(
+        "--no-run-cache",
+        dest="run_cache",
+        action="store_false",
+        help="choose every probe afresh instead of reading runs cached by earlier notebooks ($TAILOREDBENCH_RUN_CACHE)",
+    )
     return parser
 
 
@@ -170,7 +173,7 @@ def _check_output(path: str | None, force: bool) -> None:
 
 
 def _check_precision_args(args) -> None:
-    """--max-budget and --round-size go with --precision, whose defaults they then take."""
+    """--precision is a half-width and replaces --budget; --max-budget and --round-size go with it."""
     if args.precision is None:
         given = [
             flag for flag, value in (("--max-budget", args.max_budget), ("--round-size", args.round_size)) if value
@@ -178,6 +181,9 @@ def _check_precision_args(args) -> None:
         if given:
             raise TailoredBenchError(f"{given[0]} applies with --precision only")
         return
+    args.precision = check_precision(args.precision)
+    if args.budget:
+        raise TailoredBenchError("give --precision or --budget, not both")
     args.max_budget = args.max_budget or MAX_BUDGET
     args.round_size = args.round_size or ROUND_SIZE
 
@@ -186,11 +192,8 @@ def _simulate(args) -> int:
     check_distance(args.distance)
     _check_output(args.tidy, args.force)
     _check_precision_args(args)
-    if args.precision is not None:
-        if args.budget:
-            raise TailoredBenchError("give --precision or --budget, not both")
-        if args.no_interval:
-            raise TailoredBenchError("--precision stops on the interval: it cannot go with --no-interval")
+    if args.precision is not None and args.no_interval:
+        raise TailoredBenchError("--precision stops on the interval: it cannot go with --no-interval")
     args.budget = args.budget or [30]
     repeated = sorted({b for b in args.budget if args.budget.count(b) > 1})
     if repeated:
@@ -321,8 +324,6 @@ def _plan(args) -> int:
         )
         return 0
     if args.precision is not None:
-        if args.budget:
-            raise TailoredBenchError("give --precision or --budget, not both")
         if not args.samples:
             raise TailoredBenchError("plan --state --precision needs --samples FILE... (the G-set's and every round's)")
         return _plan_round(args)
@@ -377,6 +378,7 @@ def _reproduce(args) -> int:
             output_dir=args.output_dir,
             quick=args.quick,
             force=args.force,
+            run_cache=None if args.run_cache else False,
             only_declared=not args.notebooks,  # --runs with every notebook: where declared
             log=lambda m: print(m, file=sys.stderr, flush=True),
         )
