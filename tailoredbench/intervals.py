@@ -144,6 +144,8 @@ def _fold(impl, methods, checked, variants, shared, pseudo_source, pseudo_target
     oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
     options = shared if impl.variants else checked[methods[0]]
     extra = {"variants": list(variants.values())} if impl.variants else {}
+    if impl.seeded_prepare:
+        extra["seed"] = key[0]  # the calibration's seed
     prepared = {**impl.prepare(pseudo_source, budgets, **extra, **options), "run_cache": cache}
     if impl.variants:
         by_variant = impl.run_variants(prepared, pseudo_source, oracles, key, list(variants.values()), **shared)

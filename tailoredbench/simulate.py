@@ -118,7 +118,7 @@ def _shared(options: dict) -> dict:
     return {k: v for k, v in options.items() if k != "variant"}
 
 
-def _prepare(source, budgets, settings: dict[str, dict]) -> dict[str, dict]:
+def _prepare(source, budgets, settings: dict[str, dict], seed: int) -> dict[str, dict]:
     """One preparation per method, shared by its variants (which it is told, e.g. to fit stacking weights)."""
     prepared = {}
     for base, names in _by_base(settings).items():
@@ -126,6 +126,8 @@ def _prepare(source, budgets, settings: dict[str, dict]) -> dict[str, dict]:
         options = _shared(settings[names[0]])
         if method.variants:
             options["variants"] = [settings[n]["variant"] for n in names]
+        if method.seeded_prepare:
+            options["seed"] = seed
         prepared[base] = method.prepare(source, budgets, **options)
     return prepared
 
@@ -305,7 +307,7 @@ def simulate(
     # the GIL); any joblib backend can be asked for, e.g. "dask" for a cluster.
     config = {"n_jobs": n_jobs} if backend is None else {"backend": backend, "n_jobs": n_jobs}
     with dask_client(backend, scheduler, n_jobs), parallel_config(**config):
-        prepared = _prepare(source, budgets, settings_of)  # TailoredBench+'s weights are fitted on the workers
+        prepared = _prepare(source, budgets, settings_of, seed)  # TailoredBench+'s weights are fitted on the workers
         start = time.perf_counter()
         tasks = Parallel(return_as="generator")(
             delayed(_one_run)(r, settings_of, prepared, source, target, budgets, seed, interval is not None)

@@ -125,3 +125,13 @@ def test_two_sources_get_equal_stacking_weights(matrices):
     source, _ = matrices
     n = len(tailored_plus.COMPONENTS)
     assert tailored_plus.stack_weights(source[:2], [20], g_size=5).tolist() == pytest.approx([1 / n] * n)
+
+
+def test_a_simulation_fits_the_stacking_weights_with_its_own_seed(matrices):
+    source, target = matrices
+    for seed in (0, 1):
+        prepared = PLUS.prepare(source, [20], g_size=5, seed=seed)
+        assert np.array_equal(prepared["weights"], tailored_plus.stack_weights(source, [20], g_size=5, seed=seed))
+    by_hand = PLUS.run(PLUS.prepare(source, [20], g_size=5, seed=1), source, {20: Oracle(target, 20)}, (1, 0), g_size=5)
+    simulated = simulate(matrices, ["tailored_plus"], [20], runs=1, g_size=5, seed=1).results["estimate"].values
+    assert np.array_equal(simulated, by_hand[20])

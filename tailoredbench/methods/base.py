@@ -62,6 +62,8 @@ class Method(ABC):
     interval_folds : int or None
         Folds over source models that calibrate its intervals; ``None`` leaves one
         source out at a time (a method whose ``prepare`` is costly sets a number).
+    seeded_prepare : bool
+        Its ``prepare`` draws random numbers, from the ``seed`` it is given (a simulation's).
     """
 
     name: ClassVar[str]
@@ -72,6 +74,7 @@ class Method(ABC):
     intervals: ClassVar[bool] = True
     real_use: ClassVar[bool] = False
     interval_folds: ClassVar[int | None] = None
+    seeded_prepare: ClassVar[bool] = False
 
     def check_options(self, options: Mapping[str, Any]) -> dict:
         """The options with the defaults filled in; an unknown option or variant is a one-line error."""

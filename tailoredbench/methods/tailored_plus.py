@@ -251,6 +251,7 @@ class TailoredPlus(Method):
     variants = VARIANTS
     in_paper = False
     real_use = True
+    seeded_prepare = True
 
     def prepare(
         self,
@@ -263,17 +264,19 @@ class TailoredPlus(Method):
         weights=None,
         variants=None,
         grow=False,
+        seed=0,
     ) -> dict:
         """TailoredBench's preparation, the sources' accuracies and, if ``"stacked"`` is run, its weights.
 
-        ``variants``: every variant the runs will compute (by default ``variant``).
+        ``variants``: every variant the runs will compute (by default ``variant``); ``seed``
+        splits the sources into the stacking folds.
         """
         prepared = TailoredBenchMethod().prepare(source, budgets, distance=distance)
         prepared["accuracy"] = source.mean(axis=1)
         if weights is not None:
             prepared["weights"] = np.asarray(weights, dtype=float)
         elif "stacked" in (variants or (variant,)):
-            prepared["weights"] = stack_weights(source, budgets, g_size=g_size, distance=distance, grow=grow)
+            prepared["weights"] = stack_weights(source, budgets, g_size=g_size, distance=distance, seed=seed, grow=grow)
         return prepared
 
     def run(self, prepared, source, oracles, key, *, variant=DEFAULT_VARIANT, **options) -> dict[int, np.ndarray]:
