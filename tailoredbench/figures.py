@@ -156,8 +156,11 @@ def plot_native_sources(g_source, g_result, native, distance: str = "manhattan",
     order = np.argsort(to_sources[0], kind="stable")
     chosen = np.isin(order, np.asarray(native))
     fig, ax = _axes(width=7, height=4.0)
-    ax.bar(np.arange(len(order))[chosen], to_sources[0, order][chosen], color="C0", label="native source")
-    ax.bar(np.arange(len(order))[~chosen], to_sources[0, order][~chosen], color="lightgrey", label="other source")
+    x, height = np.arange(len(order)), to_sources[0, order]
+    for mine, colour, label in ((chosen, "C0", "native source"), (~chosen, "darkgrey", "other source")):
+        ax.bar(x[mine], height[mine], color=colour, alpha=0.6 if colour == "darkgrey" else 1.0, label=label)
+        # a dot on every bar's top: a source at distance 0, with no bar, still shows
+        ax.plot(x[mine], height[mine], "o", ms=3, color=colour, clip_on=False)
     ax.axhline(threshold, color="C3", ls="--", lw=1, label="mean distance over all pairs of models")
     ax.set_xlabel("source models, nearest to the target first")
     ax.set_ylabel(f"{distance} distance on the G-set")
