@@ -26,6 +26,7 @@ rows. It is an approximation for very large matrices, off by default.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -129,7 +130,7 @@ def _from_random_start(D, packed, weights, fixed, n_clusters: int, rng, max_iter
     The distances are ``D``, or, when it is empty, computed from ``packed`` (see
     :attr:`BinaryPoints.packed`). Returns the medoids (fixed first) and the number of swaps.
     """
-    free_pool = np.setdiff1d(np.arange(len(weights)), fixed)
+    free_pool = _others(len(weights), fixed)
     n_free = n_clusters - len(fixed)
     start = (
         rng.choice(free_pool, n_free, replace=False, p=weights[free_pool] / weights[free_pool].sum()) if n_free else []
@@ -176,6 +177,22 @@ class BinaryPoints:
     def packed(self) -> tuple:
         """What the distance kernels read when no distances are kept: (words, masks, units, table, root)."""
         return self.words, self.masks, self.units, self.table, self.root
+
+    @cached_property
+    def rows_by_pattern(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every row, grouped by pattern in ascending order, and where each pattern's group starts."""
+        starts = np.concatenate([[0], np.cumsum(self.counts)[:-1]])
+        return np.argsort(self.pattern, kind="stable"), starts
+
+    def random_rows(self, patterns, rng) -> np.ndarray:
+        """One row of each pattern, drawn uniformly: ``rng.choice`` of its rows, pattern by pattern.
+
+        One vectorised draw gives the same rows and leaves ``rng`` in the same state as the
+        loop would (a pattern of one row draws nothing); a test holds the two together.
+        """
+        patterns = np.asarray(patterns, dtype=np.int64)
+        rows, starts = self.rows_by_pattern
+        return rows[starts[patterns] + rng.integers(0, self.counts[patterns])]
 
     def between(self, rows, cols=None) -> np.ndarray:
         """Distances between patterns ``rows`` and ``cols`` (all patterns if None)."""
@@ -290,24 +307,34 @@ def k_medoids_binary(
         )
     # A random row of each pattern, not the first: which of identical items a target is
     # asked is then part of each run's randomness rather than fixed by item order.
-    chosen = [int(rng.choice(np.flatnonzero(points.pattern == p))) for p in chosen_patterns[len(fixed_patterns) :]]
+    chosen = points.random_rows(chosen_patterns[len(fixed_patterns) :], rng).tolist()
     missing = n_clusters - len(fixed) - len(chosen)
     if missing:
-        pool = np.setdiff1d(np.arange(n), np.concatenate([fixed, chosen]))
+        pool = _others(n, np.concatenate([fixed, chosen]))
         chosen += rng.choice(pool, missing, replace=False).tolist()
     medoids = np.concatenate([fixed, np.asarray(chosen, dtype=np.int64)])
     labels, nearest = nearest_medoid(points, medoids)
     return KMedoidsResult(medoids, labels, float(nearest.sum()), n_swaps)
 
 
+def _others(n: int, taken) -> np.ndarray:
+    """``0 .. n - 1`` without ``taken``, in order (``np.setdiff1d``'s result, without its sort)."""
+    free = np.ones(n, dtype=bool)
+    free[np.asarray(taken, dtype=np.int64)] = False
+    return np.flatnonzero(free)
+
+
 def nearest_medoid(points: BinaryPoints, medoids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's nearest medoid (a position in ``medoids``, the earlier on ties) and its distance."""
+    if points.distances.shape[0]:  # kept: one pass over the medoids' rows, pattern by pattern
+        labels, nearest = _nearest_kept(points.distances, points.pattern[medoids])
+        return labels[points.pattern], nearest[points.pattern]
     return assign(points.between(points.pattern[medoids])[:, points.pattern])
 
 
 def _clara(points: BinaryPoints, weights, k: int, fixed_patterns, rng, max_iter: int, sample: int, draws: int):
     """CLARA over ``draws`` samples of ``sample`` patterns: the medoid patterns of lowest full cost."""
-    free_pool = np.setdiff1d(np.arange(points.n_patterns), fixed_patterns)
+    free_pool = _others(points.n_patterns, fixed_patterns)
     best, best_cost, n_swaps = None, np.inf, 0
     for _ in range(draws):
         drawn = np.sort(rng.choice(free_pool, sample - len(fixed_patterns), replace=False))
@@ -409,6 +436,20 @@ def _add_bound(words, x, m0, m1, m2, m3, u0, u1, u2, u3, bound):
 
 
 @numba.njit(cache=True, nogil=True)
+def _nearest_kept(D, medoids):
+    # assign(D[medoids]) without the copy: the first medoid of least distance, and that distance.
+    labels = np.zeros(D.shape[0], dtype=np.int64)
+    nearest = D[medoids[0]].copy()
+    for p in range(1, medoids.shape[0]):
+        row = D[medoids[p]]
+        for o in range(D.shape[0]):
+            if row[o] < nearest[o]:
+                nearest[o] = row[o]
+                labels[o] = p
+    return labels, nearest
+
+
+@numba.njit(cache=True, nogil=True)
 def _between(words, table, root, rows, cols):
     D = np.empty((0, 0))
     out = np.empty((rows.shape[0], cols.shape[0]))
@@ -502,6 +543,7 @@ def _fasterpam(D, words, masks, units, table, root, w, medoids, n_fixed, max_ite
         scale += w[o] * dn[o]
     tol = 1e-12 * max(scale, 1.0)
     delta = np.empty(k)
+    full = n - n % 64
     n_swaps = 0
     since_swap = 0
     x = 0
@@ -514,9 +556,20 @@ def _fasterpam(D, words, masks, units, table, root, w, medoids, n_fixed, max_ite
             for p in range(k):
                 delta[p] = removal[p]
             if kept:
+                # Most points are farther from x than both their nearest medoids. A branch per
+                # point mispredicts; 64 comparisons make one mask (no branch) and its set bits
+                # are visited in order, so the sums are the same as a plain loop's.
                 row = D[x]
-                for o in range(n):
-                    if row[o] < ds[o]:  # most points: x is farther than both nearest medoids
+                for start in range(0, full, 64):
+                    mask = np.uint64(0)
+                    for j in range(64):
+                        mask |= np.uint64(row[start + j] < ds[start + j]) << np.uint64(j)
+                    while mask:
+                        o = start + _trailing_zeros(mask)
+                        mask &= mask - np.uint64(1)
+                        shared += _score(o, row[o], w, near, dn, ds, delta)
+                for o in range(full, n):
+                    if row[o] < ds[o]:
                         shared += _score(o, row[o], w, near, dn, ds, delta)
             else:
                 _unsettled(words, masks, units, x, limit, flags, bound)

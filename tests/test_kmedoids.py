@@ -205,3 +205,44 @@ def test_clara_keeps_fixed_medoids_and_is_close_to_exact():
     assert clara.medoids[:2].tolist() == [3, 7] and len(set(clara.medoids.tolist())) == 15
     assert exact.cost <= clara.cost <= 1.15 * exact.cost
     assert np.isclose(clara.cost, binary_distances(X)[clara.medoids].min(axis=0).sum())
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_rows_draw_as_rng_choice_pattern_by_pattern(seed):
+    # One vectorised draw must give the rows, and leave the generator, as the loop it replaces.
+    rng = np.random.default_rng(seed)
+    X = (rng.random((30, 3)) < 0.5).astype(float)[rng.integers(0, 30, size=200)]
+    points = binary_points(X)
+    patterns = rng.permutation(points.n_patterns)[: rng.integers(0, points.n_patterns + 1)]
+    a, b = np.random.default_rng(seed + 100), np.random.default_rng(seed + 100)
+    looped = [int(a.choice(np.flatnonzero(points.pattern == p))) for p in patterns]
+    assert points.random_rows(patterns, b).tolist() == looped
+    assert a.bit_generator.state == b.bit_generator.state
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_nearest_medoid_is_the_first_of_least_distance(seed):
+    from tailoredbench.kmedoids import assign, nearest_medoid
+
+    rng = np.random.default_rng(seed)
+    X = (rng.random((25, 4)) < 0.5).astype(float)[rng.integers(0, 25, size=150)]  # ties everywhere
+    points = binary_points(X)
+    medoids = rng.choice(150, 9, replace=False)
+    labels, nearest = nearest_medoid(points, medoids)
+    expected = assign(points.distances[points.pattern[medoids]][:, points.pattern])
+    assert labels.tolist() == expected[0].tolist() and nearest.tolist() == expected[1].tolist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_more_points_than_one_mask_reach_a_swap_local_optimum(seed):
+    # FasterPAM's scan compares 64 points to a mask; 150 points also leave a remainder of 22.
+    rng = np.random.default_rng(seed)
+    D = random_distances(rng, 150)
+    w = rng.integers(1, 4, size=150).astype(float)
+    result = k_medoids(D, 6, fixed=[7], weights=w, random_state=seed)
+    assert result.medoids[0] == 7 and np.isclose(result.cost, D[result.medoids].min(axis=0) @ w)
+    for p in range(1, 6):
+        for x in set(range(150)) - set(result.medoids.tolist()):
+            trial = result.medoids.copy()
+            trial[p] = x
+            assert D[trial].min(axis=0) @ w >= result.cost - 1e-9
