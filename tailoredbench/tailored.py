@@ -132,7 +132,9 @@ def g_set_distances(
     g_target = np.atleast_2d(np.asarray(g_target, dtype=float))
     n_source = g_source.shape[0]
     D = binary_distances(np.vstack([g_source, g_target]), check_distance(distance))
-    upper = np.triu_indices(D.shape[0], k=1)
+    # the pairs above the diagonal, row by row (a mask: index arrays cost more than the distances)
+    index = np.arange(D.shape[0])
+    upper = index[:, None] < index[None, :]
     return D[n_source:, :n_source], float(D[upper].mean())
 
 

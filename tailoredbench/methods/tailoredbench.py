@@ -56,6 +56,8 @@ def probes(
 ):
     """Steps 1-3 of one repetition: yield an :class:`Answered` per target and budget.
 
+    Targets come grouped by their native sources, not in index order; each carries its index.
+
     ``n_native`` and ``native_offset`` override the adaptive native-source rule
     (see :func:`~tailoredbench.tailored.native_rows`); ``sample`` > 0 chooses each
     target's N-set by CLARA on samples of that many items (:func:`~tailoredbench.tailored.n_set`).
@@ -71,7 +73,11 @@ def probes(
     # Every input of the chosen items is in the key (tailoredbench.run_cache). A budget's
     # items depend on no other budget's, except on a growing probe, whose rounds form one entry.
     root = prepared.get("run_cache")
-    cache_key = [source, oracles[budgets[0]].digest, list(key), g_size, distance, n_native, native_offset, sample, grow]
+    cache_key = (
+        [source, oracles[budgets[0]].digest, list(key), g_size, distance, n_native, native_offset, sample, grow]
+        if root
+        else []  # no cache: no key to hash
+    )
     groups = [tuple(budgets)] if grow else [(b,) for b in budgets]
     kept, g_items = {}, None  # each cached budget's items per target, and the G-set
     for group in groups:
@@ -89,29 +95,36 @@ def probes(
     adaptive, order = ranked_sources(source[:, g_items], g_target, distance=distance)
     neighbours = native_rows(order, adaptive if n_native is None else n_native, native_offset)
     chosen = {b: np.empty((n_targets, b), dtype=np.int32) for b in budgets if b not in kept}
+    # Targets with the same native sources, in the same order, share one item embedding:
+    # its distances are computed once (on the five benchmarks, for a third of the targets or fewer).
+    sharing = {}
     for t, rows in enumerate(neighbours):
+        sharing.setdefault(rows.tobytes(), []).append(t)
+    for targets in sharing.values():
+        rows = neighbours[targets[0]]
         native = source[rows]
         points = binary_points(native.T, distance)
         native_mean = native.mean(axis=0)
-        asked = ()
-        for budget in budgets:
-            if budget in kept:
-                probe = chosen_probe(points, g_items, rows, kept[budget][t])
-            else:
-                probe = n_set(
-                    source,
-                    rows,
-                    g_items,
-                    budget,
-                    random_state=rng.stream(key, rng.N_SET, t, budget),
-                    points=points,
-                    sample=sample,
-                    asked=asked,
-                )
-                chosen[budget][t] = probe.items
-            if grow:
-                asked = probe.n_set
-            yield budget, Answered(t, probe, native_mean, oracles[budget].ask(probe.items, targets=[t])[0])
+        for t in targets:
+            asked = ()
+            for budget in budgets:
+                if budget in kept:
+                    probe = chosen_probe(points, g_items, rows, kept[budget][t])
+                else:
+                    probe = n_set(
+                        source,
+                        rows,
+                        g_items,
+                        budget,
+                        random_state=rng.stream(key, rng.N_SET, t, budget),
+                        points=points,
+                        sample=sample,
+                        asked=asked,
+                    )
+                    chosen[budget][t] = probe.items
+                if grow:
+                    asked = probe.n_set
+                yield budget, Answered(t, probe, native_mean, oracles[budget].ask(probe.items, targets=[t])[0])
     for group in groups:
         if group[0] not in kept:
             items = {f"items_{b}": chosen[b] for b in group}
