@@ -115,40 +115,61 @@ def pseudo_targets_of(
     checked = {m: impl.check_options({**options, **name_options(m)}) for m in methods}
     variants = {m: checked[m].get("variant") for m in methods}
     shared = {k: v for k, v in checked[methods[0]].items() if k != "variant"}
-    # the folds are independent: in parallel, each with its own random key, read back in order;
-    # the run cache is the one this process names, whatever the workers' environment
+    # Folds that keep the same sources (leave-one-out repeated: each kept set recurs) share one
+    # preparation. The groups run in parallel, each fold with its own random key, and are read
+    # back in fold order; the run cache is the one this process names, whatever the workers' environment.
+    groups = {}
+    for index, kept, held_out in model_folds(n_sources, folds, repeats, seed):
+        groups.setdefault(kept.tobytes(), (kept, []))[1].append((index, held_out))
     cache = run_cache.folder()
-    parts = Parallel(n_jobs=n_jobs)(
-        delayed(_fold)(
+    done = Parallel(n_jobs=n_jobs)(
+        delayed(_folds)(
             impl,
             methods,
             checked,
             variants,
             shared,
             source[kept],
-            source[held_out],
+            [(source[held_out], index) for index, held_out in held],
             budgets,
-            (seed, rng.PSEUDO_RUN + index),
+            seed,
             cache,
         )
-        for index, kept, held_out in model_folds(n_sources, folds, repeats, seed)
+        for kept, held in groups.values()
     )
+    by_index = {
+        index: part
+        for (_, held), parts in zip(groups.values(), done, strict=True)
+        for (index, _), part in zip(held, parts, strict=True)
+    }
+    parts = [by_index[index] for index in sorted(by_index)]
     return {
         m: {b: PseudoTargets(*map(np.concatenate, zip(*[p[m][b] for p in parts], strict=True))) for b in budgets}
         for m in methods
     }
 
 
-def _fold(impl, methods, checked, variants, shared, pseudo_source, pseudo_target, budgets, key, cache) -> dict:
-    """One fold: per method and budget, (errors, estimates, unlikeness, item counts) of its pseudo-targets."""
-    oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
+def _folds(impl, methods, checked, variants, shared, pseudo_source, held, budgets, seed, cache) -> list[dict]:
+    """The folds that keep ``pseudo_source``, prepared once: ``held`` is each one's (pseudo-targets, index).
+
+    Per fold, per method and budget: (errors, estimates, unlikeness, item counts) of its pseudo-targets.
+    """
     options = shared if impl.variants else checked[methods[0]]
     extra = {"variants": list(variants.values())} if impl.variants else {}
     if impl.seeded_prepare:
-        extra["seed"] = key[0]  # the calibration's seed
+        extra["seed"] = seed
     prepared = {**impl.prepare(pseudo_source, budgets, **extra, **options), "run_cache": cache}
+    return [
+        _fold(impl, methods, variants, options, prepared, pseudo_source, target, budgets, (seed, rng.PSEUDO_RUN + i))
+        for target, i in held
+    ]
+
+
+def _fold(impl, methods, variants, options, prepared, pseudo_source, pseudo_target, budgets, key) -> dict:
+    """One fold's pseudo-targets, answered through oracles."""
+    oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
     if impl.variants:
-        by_variant = impl.run_variants(prepared, pseudo_source, oracles, key, list(variants.values()), **shared)
+        by_variant = impl.run_variants(prepared, pseudo_source, oracles, key, list(variants.values()), **options)
         estimates = {m: by_variant[variants[m]] for m in methods}
     else:
         (method,) = methods

@@ -10,7 +10,7 @@ from conftest import synthetic_matrix
 from tailoredbench import conformal, intervals
 from tailoredbench.cli import main
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import METHODS
+from tailoredbench.methods import METHODS, get_method
 from tailoredbench.oracle import Oracle
 from tailoredbench.simulate import simulate
 
@@ -133,3 +133,27 @@ def test_cli_variant_and_bad_variant(capsys):
     assert main([*args, "--variant", "best"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no variant" in err
+
+
+def test_folds_that_keep_the_same_sources_are_prepared_once(monkeypatch):
+    # Leave-one-out repeated three times keeps each set of 7 sources three times: 8 preparations,
+    # and the same pseudo-targets as preparing every fold anew.
+    source = synthetic_matrix(8, 60, seed=4)  # SYNTHETIC
+    impl = get_method("tailoredbench")
+    grouped = intervals.pseudo_targets_of(["tailoredbench"], source, [12], g_size=4, repeats=3)["tailoredbench"][12]
+    calls = []
+    prepare = impl.prepare
+    monkeypatch.setattr(type(impl), "prepare", lambda *a, **k: calls.append(1) or prepare(*a[1:], **k))
+    intervals.pseudo_targets_of(["tailoredbench"], source, [12], g_size=4, repeats=3)
+    assert len(calls) == 8
+    options = impl.check_options({"g_size": 4})
+    alone = [
+        intervals._folds(
+            impl, ["tailoredbench"], {"tailoredbench": options}, {"tailoredbench": None}, options,
+            source[kept], [(source[held_out], index)], [12], 0, None,
+        )[0]["tailoredbench"][12]
+        for index, kept, held_out in conformal.model_folds(8, 8, 3, 0)
+    ]  # fmt: skip
+    fields = ("errors", "estimates", "unlike", "n_items")
+    for field, expected in zip(fields, map(np.concatenate, zip(*alone, strict=True)), strict=True):
+        assert np.array_equal(getattr(grouped, field), expected)
