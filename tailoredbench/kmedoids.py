@@ -460,14 +460,17 @@ def _between(words, table, root, rows, cols):
 
 
 @numba.njit(cache=True, nogil=True)
-def _nearest_two_of(D, words, table, root, medoids, o, near, second, dn, ds):
+def _nearest_two_of(to_medoids, o, near, second, dn, ds):
     # Nearest and second-nearest medoid of point o, ties to the earlier position.
+    # to_medoids[o, p] is o's distance to medoid position p: one row per point, so a
+    # point's k distances are read together rather than from k rows of D.
     dn[o] = np.inf
     ds[o] = np.inf
     near[o] = -1
     second[o] = -1
-    for p in range(medoids.shape[0]):
-        d = _distance(D, words, table, root, medoids[p], o)
+    row = to_medoids[o]
+    for p in range(row.shape[0]):
+        d = row[p]
         if d < dn[o]:
             ds[o] = dn[o]
             second[o] = near[o]
@@ -479,16 +482,17 @@ def _nearest_two_of(D, words, table, root, medoids, o, near, second, dn, ds):
 
 
 @numba.njit(cache=True, nogil=True)
-def _after_swap(D, words, table, root, medoids, p, x, near, second, dn, ds):
+def _after_swap(D, words, table, root, to_medoids, p, x, near, second, dn, ds):
     # Medoid position p now holds x: update the caches in O(n), falling back to a
     # full O(k) scan only for points that lost their nearest or second medoid.
     for o in range(near.shape[0]):
         d = _distance(D, words, table, root, x, o)
+        to_medoids[o, p] = d
         if near[o] == p:
             if d <= ds[o]:
                 dn[o] = d
             else:
-                _nearest_two_of(D, words, table, root, medoids, o, near, second, dn, ds)
+                _nearest_two_of(to_medoids, o, near, second, dn, ds)
         elif d < dn[o]:
             second[o] = near[o]
             ds[o] = dn[o]
@@ -498,7 +502,7 @@ def _after_swap(D, words, table, root, medoids, p, x, near, second, dn, ds):
             if d <= ds[o]:
                 ds[o] = d
             else:
-                _nearest_two_of(D, words, table, root, medoids, o, near, second, dn, ds)
+                _nearest_two_of(to_medoids, o, near, second, dn, ds)
         elif d < ds[o]:
             second[o] = p
             ds[o] = d
@@ -527,8 +531,12 @@ def _fasterpam(D, words, masks, units, table, root, w, medoids, n_fixed, max_ite
     second = np.empty(n, dtype=np.int64)
     dn = np.empty(n)
     ds = np.empty(n)
+    to_medoids = np.empty((n, k))
+    for p in range(k):
+        for o in range(n):
+            to_medoids[o, p] = _distance(D, words, table, root, medoids[p], o)
     for o in range(n):
-        _nearest_two_of(D, words, table, root, medoids, o, near, second, dn, ds)
+        _nearest_two_of(to_medoids, o, near, second, dn, ds)
     limit = np.empty(n)
     bound = np.empty(n)
     flags = np.zeros(-(-n // 8) * 8, dtype=np.uint8)
@@ -593,7 +601,7 @@ def _fasterpam(D, words, masks, units, table, root, w, medoids, n_fixed, max_ite
                 medoids[best] = x
                 n_swaps += 1
                 since_swap = 0
-                _after_swap(D, words, table, root, medoids, best, x, near, second, dn, ds)
+                _after_swap(D, words, table, root, to_medoids, best, x, near, second, dn, ds)
                 if not kept:
                     _limits(root, ds, limit)
                 for p in range(k):
