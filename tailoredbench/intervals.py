@@ -89,15 +89,14 @@ def pseudo_targets_of(
     seed: int = 0,
     folds: int | None = None,
     repeats: int | None = None,
-    n_jobs: int = 1,
     **options,
 ) -> dict[str, dict[int, PseudoTargets]]:
     """:func:`pseudo_targets` of several variants of one method, from one pass over the folds.
 
     Variants share their probes (and random streams), so each fold's pseudo-targets are
     asked once and every variant's estimate is read from the same answers: the same
-    numbers as one variant at a time, for the cost of one. ``n_jobs`` runs the folds in
-    parallel (joblib), with the same numbers.
+    numbers as one variant at a time, for the cost of one. The folds run on the workers of
+    the caller's joblib configuration (a simulation's), with the same numbers on any number.
     """
     bases = {split_name(m)[0] for m in methods}
     if len(bases) != 1:
@@ -122,7 +121,7 @@ def pseudo_targets_of(
     for index, kept, held_out in model_folds(n_sources, folds, repeats, seed):
         groups.setdefault(kept.tobytes(), (kept, []))[1].append((index, held_out))
     cache = run_cache.folder()
-    done = Parallel(n_jobs=n_jobs)(
+    done = Parallel()(
         delayed(_folds)(
             impl,
             methods,
@@ -156,9 +155,7 @@ def _folds(impl, methods, checked, variants, shared, pseudo_source, held, budget
     """
     options = shared if impl.variants else checked[methods[0]]
     extra = {"variants": list(variants.values())} if impl.variants else {}
-    if impl.seeded_prepare:
-        extra["seed"] = seed
-    prepared = {**impl.prepare(pseudo_source, budgets, **extra, **options), "run_cache": cache}
+    prepared = {**impl.prepare_seeded(pseudo_source, budgets, seed, **extra, **options), "run_cache": cache}
     return [
         _fold(impl, methods, variants, options, prepared, pseudo_source, target, budgets, (seed, rng.PSEUDO_RUN + i))
         for target, i in held

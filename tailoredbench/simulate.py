@@ -126,9 +126,7 @@ def _prepare(source, budgets, settings: dict[str, dict], seed: int) -> dict[str,
         options = _shared(settings[names[0]])
         if method.variants:
             options["variants"] = [settings[n]["variant"] for n in names]
-        if method.seeded_prepare:
-            options["seed"] = seed
-        prepared[base] = method.prepare(source, budgets, **options)
+        prepared[base] = method.prepare_seeded(source, budgets, seed, **options)
     return prepared
 
 
@@ -318,7 +316,7 @@ def simulate(
         outputs = sorted(tasks, key=lambda out: out[0])
         wall = time.perf_counter() - start
         # the intervals' calibration on source models, through the same workers
-        calibration = {} if interval is None else _calibration(settings_of, source, budgets, seed, prepared, n_jobs)
+        calibration = {} if interval is None else _calibration(settings_of, source, budgets, seed, prepared)
 
     truth = target.mean(axis=1)
     frames = []
@@ -355,7 +353,7 @@ def simulate(
     return Simulation(results, summarize(results), bench.summary(), settings, seconds, calibration)
 
 
-def _calibration(settings, source, budgets, seed, prepared, n_jobs) -> dict:
+def _calibration(settings, source, budgets, seed, prepared) -> dict:
     """``{method: {budget: PseudoTargets}}``: the source models estimated as targets that calibrate the intervals."""
     calibration = {}
     for base, names in _by_base(settings).items():
@@ -364,7 +362,7 @@ def _calibration(settings, source, budgets, seed, prepared, n_jobs) -> dict:
         if "weights" in prepared[base]:
             options["weights"] = prepared[base]["weights"]
         # a method's variants share one pass over the folds, as they share one pass over the runs
-        calibration.update(pseudo_targets_of(names, source, budgets, seed=seed, n_jobs=n_jobs, **options))
+        calibration.update(pseudo_targets_of(names, source, budgets, seed=seed, **options))
     return calibration
 
 

@@ -101,6 +101,12 @@ class Method(ABC):
     def prepare(self, source: np.ndarray, budgets: Sequence[int], **options) -> dict:
         """Work that depends only on the source models (distances, an IRT fit), shared by every run."""
 
+    def prepare_seeded(self, source: np.ndarray, budgets: Sequence[int], seed: int, **options) -> dict:
+        """:meth:`prepare`, given a simulation's ``seed`` if it draws random numbers (``seeded_prepare``)."""
+        if self.seeded_prepare:
+            options["seed"] = seed
+        return self.prepare(source, budgets, **options)
+
     @abstractmethod
     def run(
         self, prepared: Mapping, source: np.ndarray, oracles: Mapping[int, Oracle], key: Sequence[int], **options
