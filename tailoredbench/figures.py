@@ -378,7 +378,7 @@ def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title
     """One model round by round: its estimate and interval beside its true accuracy (left), and the
     interval's half-width against the requested precision (right); the rule stops at the star."""
     plt, sns = plotting()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
     colours = sns.color_palette("colorblind")
     x = frame["budget"].to_numpy()
     stop = frame[frame["stopped"]].iloc[0]
@@ -388,13 +388,14 @@ def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title
     left.plot([stop["budget"]], [stop["estimate"]], marker="*", ms=16, color=colours[3], ls="none", label="stop")
     left.set_xlabel("items asked")
     left.set_ylabel("accuracy")
-    left.legend(fontsize="small", loc="best")
+    below = {"fontsize": "small", "loc": "upper center", "bbox_to_anchor": (0.5, -0.2), "ncol": 2}
+    left.legend(**below)  # below the axes: inside, it covered the band
     right.plot(x, frame["halfwidth"], color=colours[0], marker="o", label="interval half-width")
     right.axhline(precision, color=colours[3], ls="--", label=f"requested precision ±{precision}")
     right.plot([stop["budget"]], [stop["halfwidth"]], marker="*", ms=16, color=colours[3], ls="none")
     right.set_xlabel("items asked")
     right.set_ylabel("half-width")
-    right.legend(fontsize="small", loc="best")
+    right.legend(**below)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
