@@ -197,6 +197,8 @@ class BinaryPoints:
     def between(self, rows, cols=None) -> np.ndarray:
         """Distances between patterns ``rows`` and ``cols`` (all patterns if None)."""
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if cols is None and self.distances.shape[0]:
+            return self.distances[rows]  # whole rows: no index grid to build
         cols = np.arange(self.n_patterns) if cols is None else np.asarray(cols, dtype=np.int64).reshape(-1)
         if self.distances.shape[0]:
             return self.distances[np.ix_(rows, cols)]
@@ -326,10 +328,8 @@ def _others(n: int, taken) -> np.ndarray:
 
 def nearest_medoid(points: BinaryPoints, medoids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's nearest medoid (a position in ``medoids``, the earlier on ties) and its distance."""
-    if points.distances.shape[0]:  # kept: one pass over the medoids' rows, pattern by pattern
-        labels, nearest = _nearest_kept(points.distances, points.pattern[medoids])
-        return labels[points.pattern], nearest[points.pattern]
-    return assign(points.between(points.pattern[medoids])[:, points.pattern])
+    labels, nearest = assign(points.between(points.pattern[medoids]))  # pattern by pattern
+    return labels[points.pattern], nearest[points.pattern]
 
 
 def _clara(points: BinaryPoints, weights, k: int, fixed_patterns, rng, max_iter: int, sample: int, draws: int):
@@ -357,8 +357,7 @@ def _clara(points: BinaryPoints, weights, k: int, fixed_patterns, rng, max_iter:
 
 def assign(medoid_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each point's nearest medoid (first on ties) and its distance, from the medoids' rows."""
-    labels = np.argmin(medoid_rows, axis=0)
-    return labels, medoid_rows[labels, np.arange(medoid_rows.shape[1])]
+    return _first_least(np.ascontiguousarray(medoid_rows, dtype=np.float64))
 
 
 @intrinsic
@@ -436,15 +435,14 @@ def _add_bound(words, x, m0, m1, m2, m3, u0, u1, u2, u3, bound):
 
 
 @numba.njit(cache=True, nogil=True)
-def _nearest_kept(D, medoids):
-    # assign(D[medoids]) without the copy: the first medoid of least distance, and that distance.
-    labels = np.zeros(D.shape[0], dtype=np.int64)
-    nearest = D[medoids[0]].copy()
-    for p in range(1, medoids.shape[0]):
-        row = D[medoids[p]]
-        for o in range(D.shape[0]):
-            if row[o] < nearest[o]:
-                nearest[o] = row[o]
+def _first_least(rows):
+    # Per column, the first row of least value and that value (np.argmin's rule), row by row.
+    labels = np.zeros(rows.shape[1], dtype=np.int64)
+    nearest = rows[0].copy()
+    for p in range(1, rows.shape[0]):
+        for o in range(rows.shape[1]):
+            if rows[p, o] < nearest[o]:
+                nearest[o] = rows[p, o]
                 labels[o] = p
     return labels, nearest
 

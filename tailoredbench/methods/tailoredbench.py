@@ -95,8 +95,8 @@ def probes(
     adaptive, order = ranked_sources(source[:, g_items], g_target, distance=distance)
     neighbours = native_rows(order, adaptive if n_native is None else n_native, native_offset)
     chosen = {b: np.empty((n_targets, b), dtype=np.int32) for b in budgets if b not in kept}
-    # Targets with the same native sources, in the same order, share one item embedding:
-    # its distances are computed once (on the five benchmarks, for a third of the targets or fewer).
+    # Targets with the same native sources, in the same order, share one item embedding: its
+    # distances are computed once (on ARC, GSM8K, HellaSwag and Winogrande, 8-39% of the targets' lists differ).
     sharing = {}
     for t, rows in enumerate(neighbours):
         sharing.setdefault(rows.tobytes(), []).append(t)
