@@ -9,9 +9,13 @@ A failing cell or Ctrl-C leaves the previous report byte-identical, keeps the fa
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import tempfile
+import threading
 import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from .datasets.benchmarks import PAPER_BENCHMARKS
@@ -36,16 +40,24 @@ STUDY_NOTEBOOKS = (
     "study_families",
     "study_embedding",
 )
-#: Every notebook, in the order ``reproduce`` runs them (main_table and beyond read the benchmark reports).
+#: Every notebook, in the order ``reproduce`` starts them: the longest early, so that two side by
+#: side finish together.
 ORDER = (
     *BENCHMARK_NOTEBOOKS,
-    "main_table",
+    "sequential_precision",
     "method_walkthrough",
     "tutorial_evaluate_your_model",
     "beyond",
-    "sequential_precision",
+    "main_table",
     *STUDY_NOTEBOOKS,
 )
+#: What a notebook waits for when notebooks run side by side. main_table and beyond read the
+#: benchmark reports; the studies read the benchmark notebooks' runs from the run cache (started
+#: sooner, they would compute those runs again, to the same numbers).
+AFTER = {name: BENCHMARK_NOTEBOOKS for name in ("main_table", "beyond", *STUDY_NOTEBOOKS)}
+#: How many notebooks ``reproduce`` runs side by side. One at a time leaves two cores idle about
+#: a sixth of the time (kernels starting, cells of one thread, the last runs of a grid).
+AT_ONCE = 2
 
 _BENCHMARK_QUICK = {"runs": 2, "jobs": 2}
 _STUDY_QUICK = {"benchmarks": ["gsm8k"], "runs": 2}
@@ -207,6 +219,7 @@ def reproduce(
     force: bool = False,
     only_declared: bool = False,
     run_cache: str | Path | bool | None = None,
+    at_once: int = AT_ONCE,
     notebooks_dir: str | Path = NOTEBOOKS,
     log=print,
 ) -> list[Path]:
@@ -231,6 +244,10 @@ def reproduce(
         so that a later notebook reads what an earlier one computed: by default
         ``$TAILOREDBENCH_RUN_CACHE`` if it is set (empty: off), else ``runs/`` in the user
         cache. ``False`` turns it off. The numbers are the same either way.
+    at_once : int, default :data:`AT_ONCE`
+        How many notebooks run side by side; a notebook starts after those it reads
+        (:data:`AFTER`). The numbers are the same for any value; only the seconds per run
+        that notebooks report depend on it.
 
     Returns
     -------
@@ -241,11 +258,13 @@ def reproduce(
     ------
     NotebookFailed
         A cell failed (or the run was interrupted); that notebook's previous report is left
-        as it was, and no later notebook runs.
+        as it was, and no notebook starts after it (those running side by side finish).
     """
     pin_data_dir()  # a relative $TAILOREDBENCH_DATA means from here, not from notebooks/
+    if isinstance(at_once, bool) or not isinstance(at_once, int) or at_once < 1:
+        raise TailoredBenchError(f"at_once must be a whole number of notebooks, 1 or more, not {at_once!r}")
     notebooks_dir = Path(notebooks_dir)
-    names = list(names or ORDER)
+    names = list(dict.fromkeys(names or ORDER))  # each once, in the order given
     declared = {name: declared_parameters(name, notebooks_dir) for name in names}
     parameters = dict(parameters or {})
     chosen = _check_parameters(names, parameters, declared, only_declared)
@@ -270,7 +289,7 @@ def reproduce(
     previous = os.environ.get(RUN_CACHE)
     os.environ[RUN_CACHE] = str(Path(run_cache).resolve()) if run_cache else ""
     try:
-        return _execute(names, chosen, declared, root, notebooks_dir, log)
+        return _execute(names, chosen, declared, root, notebooks_dir, log, at_once)
     finally:
         if previous is None:
             del os.environ[RUN_CACHE]
@@ -278,33 +297,117 @@ def reproduce(
             os.environ[RUN_CACHE] = previous
 
 
-def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log) -> list[Path]:
-    """Run each notebook into its staging folder; a success replaces its report."""
-    import nbformat
-    import papermill as pm
+def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_once: int) -> list[Path]:
+    """Run the notebooks, ``at_once`` side by side, each into its staging folder.
 
-    outputs, began = [], time.perf_counter()
-    for number, name in enumerate(names, 1):
+    A notebook starts once the notebooks it waits for (:data:`AFTER`) have finished. After a
+    failure or Ctrl-C no notebook starts; those running finish, or on Ctrl-C are interrupted.
+    """
+    began = time.perf_counter()
+    waiting, running, outputs, failures = list(names), {}, {}, []
+    stop = threading.Event()
+
+    def next_ready():
+        busy = set(waiting) | {job.name for job in running.values()}
+        return next((name for name in waiting if busy.isdisjoint(AFTER.get(name, ()))), None)
+
+    with ThreadPoolExecutor(max_workers=at_once) as pool:
+        while waiting or running:
+            while not stop.is_set() and len(running) < at_once and (name := next_ready()) is not None:
+                waiting.remove(name)
+                job = _Notebook(name, f"{len(names) - len(waiting)}/{len(names)}", stop, log)
+                running[pool.submit(job.run, chosen[name], declared[name], root, notebooks_dir)] = job
+            if not running:
+                break
+            try:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            except KeyboardInterrupt:
+                stop.set()
+                for job in running.values():
+                    job.interrupt()
+                continue
+            for future in finished:
+                job = running.pop(future)
+                try:
+                    outputs[job.name] = future.result()
+                except NotebookFailed as err:
+                    stop.set()
+                    failures.append(str(err))
+    if failures:
+        unstarted = f"; not started: {', '.join(waiting)}" if waiting else ""
+        raise NotebookFailed("; ".join(failures) + unstarted)
+    log(f"{len(names)} notebook(s) in {_clock(time.perf_counter() - began)}")
+    return [outputs[name] for name in names]
+
+
+def _close_event_loop() -> None:
+    """Close the event loop papermill opened on this worker thread; nothing else would."""
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:  # none on this thread
+        return
+    loop.close()
+    asyncio.set_event_loop(None)
+
+
+class _Notebook:
+    """One notebook's run into its staging folder; a success replaces its report."""
+
+    def __init__(self, name: str, number: str, stop: threading.Event, log):
+        self.name, self.number, self.stop, self.log = name, number, stop, log
+        self.kernel = None
+
+    def interrupt(self) -> None:
+        """Ctrl-C for the kernel's running cell, as Jupyter's interrupt button sends it."""
+        from jupyter_core.utils import run_sync
+
+        kernel = self.kernel
+        if kernel is not None and kernel.has_kernel:
+            run_sync(kernel.interrupt_kernel)()
+
+    def _before_cell(self, **_) -> None:
+        if self.stop.is_set():  # Ctrl-C, or another notebook failed, while the kernel started
+            raise KeyboardInterrupt
+
+    def run(self, values: dict, declared: dict, root: Path, notebooks_dir: Path) -> Path:
+        import nbformat
+        import papermill as pm
+        from jupyter_client.manager import AsyncKernelManager
+
+        name = self.name
         final, stage, failed = root / name, root / f".{name}.partial", root / f".{name}.failed"
         shutil.rmtree(stage, ignore_errors=True)  # what an earlier interrupted run left
         stage.mkdir()
         stage_rel, final_rel = _relative(stage, notebooks_dir), _relative(final, notebooks_dir)
-        values = dict(chosen[name])
-        values["output_dir"] = stage_rel
-        if "reports_dir" in declared[name] and "reports_dir" not in values:
+        values = {**values, "output_dir": stage_rel}
+        if "reports_dir" in declared and "reports_dir" not in values:
             values["reports_dir"] = _relative(root, notebooks_dir)  # read the reports this run writes
         source = notebooks_dir / f"{name}.ipynb"
         output = stage / f"{name}.ipynb"
-        log(f"{name} ({number}/{len(names)}): running into {_shown(final)}")
-        progress = _Progress(name, nbformat.read(source, as_version=4), final / f"{name}.ipynb", log)
+        self.log(f"{name} ({self.number}): running into {_shown(final)}")
+        progress = _Progress(name, nbformat.read(source, as_version=4), final / f"{name}.ipynb", self.log)
+        sockets = tempfile.mkdtemp(prefix="tailoredbench-kernel-")
+        job = self
+
+        class Kernel(AsyncKernelManager):
+            """The kernel, known to this job so that Ctrl-C in the main thread can interrupt it.
+            Its sockets are files in a private folder: no network port (and no warning about one)."""
+
+            def __init__(self, **kwargs):
+                super().__init__(transport="ipc", ip=os.path.join(sockets, "kernel"), **kwargs)
+                job.kernel = self
+
         try:
             pm.execute_notebook(
                 str(source),
                 str(output),
                 parameters=values,
-                cwd=str(notebooks_dir),
                 progress_bar=False,
                 kernel_name="python3",
+                kernel_manager_class=Kernel,
+                # the kernel's working folder; papermill's `cwd` would move this whole process, threads and all
+                resources={"metadata": {"path": str(notebooks_dir)}},
+                on_cell_start=self._before_cell,
                 on_cell_executed=progress,
             )
         except (Exception, KeyboardInterrupt) as err:
@@ -313,6 +416,9 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log) -> l
             kept = f"{_shown(final)} is unchanged" if final.exists() else f"{_shown(final)} was not written"
             reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
             raise NotebookFailed(f"{name} failed ({reason}); {kept}; the failed run is in {_shown(failed)}") from None
+        finally:
+            shutil.rmtree(sockets, ignore_errors=True)
+            _close_event_loop()
         _clean(  # papermill's record of paths, relative to the project
             output,
             stage_rel=stage_rel,
@@ -327,7 +433,5 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log) -> l
         stage.rename(final)
         shutil.rmtree(old, ignore_errors=True)
         shutil.rmtree(failed, ignore_errors=True)
-        log(f"{name}: done in {_clock(time.perf_counter() - progress.start)} -> {_shown(final)}")
-        outputs.append(final / f"{name}.ipynb")
-    log(f"{len(names)} notebook(s) in {_clock(time.perf_counter() - began)}")
-    return outputs
+        self.log(f"{name}: done in {_clock(time.perf_counter() - progress.start)} -> {_shown(final)}")
+        return final / f"{name}.ipynb"

@@ -1,0 +1,152 @@
+"""reproduce's scheduling: notebooks side by side, after what they read; failures and Ctrl-C.
+
+The notebooks here are synthetic: each sleeps, then records when it ran.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import nbformat
+import pytest
+
+from tailoredbench import batch
+from tailoredbench.batch import NotebookFailed, reproduce
+from tailoredbench.errors import TailoredBenchError
+
+RECORD = """\
+import json, pathlib, time
+start = time.time()
+time.sleep(seconds)
+assert not fail, "told to fail"
+pathlib.Path(output_dir, "times.json").write_text(json.dumps([start, time.time()]))
+"""
+
+
+@pytest.fixture
+def notebooks(tmp_path):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    for name in ("one", "two", "three"):
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+        parameters = nbformat.v4.new_code_cell("output_dir = 'out'\nseconds = 0.0\nfail = False")
+        parameters.metadata["tags"] = ["parameters"]
+        nb.cells = [parameters, nbformat.v4.new_code_cell(RECORD)]
+        nbformat.write(nb, folder / f"{name}.ipynb")
+    return folder
+
+
+def times(root, name):
+    return json.loads((root / name / "times.json").read_text())
+
+
+@pytest.mark.notebook
+def test_notebooks_run_side_by_side_each_after_what_it_reads(notebooks, tmp_path, monkeypatch):
+    monkeypatch.setattr(batch, "AFTER", {"three": ("one",)})
+    out, lines = tmp_path / "reports", []
+    done = reproduce(
+        ["three", "one", "two"], parameters={"seconds": 3.0}, notebooks_dir=notebooks, output_dir=out, log=lines.append
+    )
+    assert [p.parent.name for p in done] == ["three", "one", "two"]  # in the order asked
+    one, two, three = times(out, "one"), times(out, "two"), times(out, "three")
+    assert one[0] < two[1] and two[0] < one[1]  # side by side
+    assert three[0] >= one[1]  # three reads what one writes
+    assert [line.split(" (")[0] for line in lines if "running into" in line] == ["one", "two", "three"]
+    assert not list(out.glob(".*"))  # no staging folder left
+
+
+@pytest.mark.notebook
+def test_one_at_a_time_when_asked(notebooks, tmp_path):
+    out = tmp_path / "reports"
+    reproduce(
+        ["one", "two"], parameters={"seconds": 1.0}, notebooks_dir=notebooks, output_dir=out, at_once=1, log=print
+    )
+    assert times(out, "two")[0] >= times(out, "one")[1]
+
+
+@pytest.mark.notebook
+def test_after_a_failure_running_notebooks_finish_and_no_other_starts(notebooks, tmp_path, monkeypatch):
+    monkeypatch.setattr(batch, "AFTER", {"three": ("one",)})
+    out = tmp_path / "reports"
+    (out / "one").mkdir(parents=True)
+    (out / "one" / "mine.txt").write_text("keep")
+    one = nbformat.read(notebooks / "one.ipynb", as_version=4)
+    one.cells[0].source += "\nfail = True"  # the notebook's own default: fails whatever it is given
+    nbformat.write(one, notebooks / "one.ipynb")
+    with pytest.raises(NotebookFailed, match="one failed .*told to fail.*; not started: three") as failed:
+        reproduce(
+            ["one", "two", "three"],
+            parameters={"seconds": 2.0},
+            notebooks_dir=notebooks,
+            output_dir=out,
+            force=True,
+            log=print,
+        )
+    assert "two" not in str(failed.value)
+    assert (out / "one" / "mine.txt").read_text() == "keep"  # the previous report is untouched
+    assert (out / ".one.failed" / "one.ipynb").is_file()
+    assert len(times(out, "two")) == 2  # it ran to the end beside the failure
+    assert not (out / "three").exists()
+
+
+@pytest.mark.notebook
+def test_ctrl_c_interrupts_every_running_notebook_and_keeps_their_reports(notebooks, tmp_path):
+    out = tmp_path / "reports"
+    for name in ("one", "two"):
+        (out / name).mkdir(parents=True)
+        (out / name / "mine.txt").write_text("keep")
+    script = (
+        "import sys\n"
+        "from tailoredbench.batch import NotebookFailed, reproduce\n"
+        "try:\n"
+        f"    reproduce(['one', 'two', 'three'], parameters={{'seconds': 120.0}}, notebooks_dir={str(notebooks)!r},\n"
+        f"              output_dir={str(out)!r}, force=True, log=lambda m: print(m, flush=True))\n"
+        "except NotebookFailed as err:\n"
+        "    print('FAILED', err, flush=True)\n"
+        "    sys.exit(1)\n"
+    )
+    with subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) as child:
+        started = set()
+        for line in child.stdout:  # each notebook has run its parameters cell and sleeps in the next
+            if "1/2 code cells" in line:
+                started.add(line.split(":")[0])
+            if started == {"one", "two"}:
+                break
+        began = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        rest = child.stdout.read()
+        assert child.wait(timeout=60) == 1
+    assert time.monotonic() - began < 30  # interrupted, not slept out
+    assert "one failed (KeyboardInterrupt" in rest and "two failed (KeyboardInterrupt" in rest
+    assert "not started: three" in rest
+    for name in ("one", "two"):
+        assert (out / name / "mine.txt").read_text() == "keep"
+        assert (out / f".{name}.failed" / f"{name}.ipynb").is_file()
+    assert not (out / "three").exists()
+
+
+@pytest.mark.parametrize("at_once", [0, -1, 1.5, True, "2"])
+def test_at_once_is_a_positive_whole_number(at_once, tmp_path):
+    with pytest.raises(TailoredBenchError, match="at_once"):
+        reproduce(["gsm8k"], output_dir=tmp_path, at_once=at_once, log=print)
+
+
+def test_the_cli_refuses_a_bad_at_once_in_one_line(capsys, tmp_path):
+    from tailoredbench.cli import main
+
+    assert main(["reproduce", "--at-once", "0", "--output-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--at-once" in err[0]
+
+
+def test_no_kernel_socket_folder_is_left(notebooks, tmp_path):
+    import tempfile
+
+    before = set(os.listdir(tempfile.gettempdir()))
+    reproduce(["one"], notebooks_dir=notebooks, output_dir=tmp_path / "reports", log=print)
+    left = {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("tailoredbench-kernel-")}
+    assert not left
