@@ -77,7 +77,7 @@ def test_after_a_failure_running_notebooks_finish_and_no_other_starts(notebooks,
     one = nbformat.read(notebooks / "one.ipynb", as_version=4)
     one.cells[0].source += "\nfail = True"  # the notebook's own default: fails whatever it is given
     nbformat.write(one, notebooks / "one.ipynb")
-    with pytest.raises(NotebookFailed, match="one failed .*told to fail.*; not started: three") as failed:
+    with pytest.raises(NotebookFailed, match=r"one failed .*told to fail.*; not started: three") as failed:
         reproduce(
             ["one", "two", "three"],
             parameters={"seconds": 2.0},
