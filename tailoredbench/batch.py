@@ -343,7 +343,7 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_o
 def _close_event_loop() -> None:
     """Close the event loop papermill opened on this worker thread; nothing else would."""
     try:
-        loop = asyncio.get_event_loop_policy().get_event_loop()
+        loop = asyncio.get_event_loop()
     except RuntimeError:  # none on this thread
         return
     loop.close()

@@ -163,6 +163,34 @@ def model_folds(n_models: int, folds: int, repeats: int, seed: int, stream: int 
             yield repeat * folds + fold, np.setdiff1d(order, held_out), held_out
 
 
+def folds_by_kept(n_models: int, folds: int, repeats: int, seed: int, stream: int = rng.INTERVAL_FOLDS) -> list:
+    """:func:`model_folds` grouped by the models they keep: ``[(kept, [(index, held_out), ...]), ...]``.
+
+    Repeated splits keep the same models again (leave-one-out does at every repeat), so work
+    that depends only on the kept models can be done once per group. Groups come in the order
+    their first fold does; :func:`in_fold_order` puts per-fold results back in fold order.
+
+    Examples
+    --------
+    >>> [(len(kept), [i for i, _ in held]) for kept, held in folds_by_kept(3, 3, 2, seed=0)]
+    [(2, [0, 3]), (2, [1, 4]), (2, [2, 5])]
+    """
+    groups = {}
+    for index, kept, held_out in model_folds(n_models, folds, repeats, seed, stream):
+        groups.setdefault(kept.tobytes(), (kept, []))[1].append((index, held_out))
+    return list(groups.values())
+
+
+def in_fold_order(groups: list, results) -> list:
+    """Results computed per group of :func:`folds_by_kept` (one per held-out fold) in fold order."""
+    by_index = {
+        index: result
+        for (_, held), per_fold in zip(groups, results, strict=True)
+        for (index, _), result in zip(held, per_fold, strict=True)
+    }
+    return [by_index[index] for index in sorted(by_index)]
+
+
 def conformal_halfwidth(errors: np.ndarray, level: float = LEVEL) -> float:
     """The split-conformal quantile of absolute errors (or scores): ``q`` with ``P(|error| <= q) >= level``.
 

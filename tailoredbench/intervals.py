@@ -13,7 +13,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from . import rng, run_cache
-from .conformal import LEVEL, PseudoTargets, difficulty, model_folds, unlikeness
+from .conformal import LEVEL, PseudoTargets, difficulty, folds_by_kept, in_fold_order, unlikeness
 from .errors import TailoredBenchError
 from .methods import get_method, name_options, split_name
 from .oracle import Oracle
@@ -113,49 +113,44 @@ def pseudo_targets_of(
     budgets = sorted(int(b) for b in budgets)
     checked = {m: impl.check_options({**options, **name_options(m)}) for m in methods}
     variants = {m: checked[m].get("variant") for m in methods}
-    shared = {k: v for k, v in checked[methods[0]].items() if k != "variant"}
-    # Folds that keep the same sources (leave-one-out repeated: each kept set recurs) share one
-    # preparation. The groups run in parallel, each fold with its own random key, and are read
-    # back in fold order; the run cache is the one this process names, whatever the workers' environment.
-    groups = {}
-    for index, kept, held_out in model_folds(n_sources, folds, repeats, seed):
-        groups.setdefault(kept.tobytes(), (kept, []))[1].append((index, held_out))
+    if impl.variants:  # every variant from one preparation and one set of probes
+        options = {k: v for k, v in checked[methods[0]].items() if k != "variant"}
+        extra = {"variants": list(variants.values())}
+    else:
+        options, extra = checked[methods[0]], {}
+    # Folds that keep the same sources share one preparation. The groups run in parallel, each
+    # fold with its own random key, and are read back in fold order; the run cache is the one
+    # this process names, whatever the workers' environment.
+    groups = folds_by_kept(n_sources, folds, repeats, seed)
     cache = run_cache.folder()
     done = Parallel()(
         delayed(_folds)(
             impl,
             methods,
-            checked,
             variants,
-            shared,
+            options,
+            extra,
             source[kept],
             [(source[held_out], index) for index, held_out in held],
             budgets,
             seed,
             cache,
         )
-        for kept, held in groups.values()
+        for kept, held in groups
     )
-    by_index = {
-        index: part
-        for (_, held), parts in zip(groups.values(), done, strict=True)
-        for (index, _), part in zip(held, parts, strict=True)
-    }
-    parts = [by_index[index] for index in sorted(by_index)]
+    parts = in_fold_order(groups, done)
     return {
         m: {b: PseudoTargets(*map(np.concatenate, zip(*[p[m][b] for p in parts], strict=True))) for b in budgets}
         for m in methods
     }
 
 
-def _folds(impl, methods, checked, variants, shared, pseudo_source, held, budgets, seed, cache) -> list[dict]:
+def _folds(impl, methods, variants, options, extra, pseudo_source, held, budgets, seed, cache) -> list[dict]:
     """The folds that keep ``pseudo_source``, prepared once: ``held`` is each one's (pseudo-targets, index).
 
     Per fold, per method and budget: (errors, estimates, unlikeness, item counts) of its pseudo-targets.
     """
-    options = shared if impl.variants else checked[methods[0]]
-    extra = {"variants": list(variants.values())} if impl.variants else {}
-    prepared = {**impl.prepare_seeded(pseudo_source, budgets, seed, **extra, **options), "run_cache": cache}
+    prepared = impl.prepare_on_worker(pseudo_source, budgets, seed, cache, **extra, **options)
     return [
         _fold(impl, methods, variants, options, prepared, pseudo_source, target, budgets, (seed, rng.PSEUDO_RUN + i))
         for target, i in held

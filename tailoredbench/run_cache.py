@@ -1,12 +1,14 @@
 """Per-run work kept on disk, so that what one notebook computed the next one reads.
 
 A simulation's costly part is choosing each target's probe (two K-Medoids per target
-and budget). The same probes recur: TailoredBench+ asks exactly TailoredBench's probe,
-the sequential mode runs both methods on the same growing probes, and a rerun repeats
-every run. When ``$TAILOREDBENCH_RUN_CACHE`` names a folder, each run's chosen items
-are stored there, keyed by a sha256 of
+and budget), and for gp-IRT each run's anchors (KMeans). The same choices recur:
+TailoredBench+ asks exactly TailoredBench's probe, the sequential mode runs both methods
+on the same growing probes, ``beyond`` repeats the benchmark notebooks' gp-IRT runs, and
+a rerun repeats every run. When ``$TAILOREDBENCH_RUN_CACHE`` names a folder, each run's
+chosen items are stored there, keyed by a sha256 of
 
-* the code: every module of this package, and the versions of Python, numpy, scipy and numba;
+* the code: every module of this package, and the versions of Python, numpy, scipy,
+  numba and scikit-learn;
 * the data: the source models' results and the targets' (as the oracle holds them);
 * the parameters: the run's random key and every option that shapes the probe.
 
@@ -27,6 +29,7 @@ import os
 import platform
 import warnings
 from collections.abc import Mapping
+from importlib import metadata
 from pathlib import Path
 
 import numba
@@ -55,8 +58,16 @@ def folder() -> Path | None:
 @functools.cache
 def code_digest() -> str:
     """A sha256 of every module of the package (by path and contents), and of the versions of the
-    Python, numpy (with its BLAS), scipy and numba that compute the distances and medoids."""
-    versions = (platform.python_version(), platform.machine(), np.__version__, scipy.__version__, numba.__version__)
+    Python, numpy (with its BLAS), scipy and numba that compute the distances and medoids, and of
+    the scikit-learn whose KMeans chooses gp-IRT's anchors."""
+    versions = (
+        platform.python_version(),
+        platform.machine(),
+        np.__version__,
+        scipy.__version__,
+        numba.__version__,
+        metadata.version("scikit-learn"),  # without importing it
+    )
     digest = hashlib.sha256(repr(versions).encode())
     for path in sorted(PACKAGE.rglob("*.py")):
         digest.update(path.relative_to(PACKAGE).as_posix().encode())

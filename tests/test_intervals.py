@@ -149,7 +149,7 @@ def test_folds_that_keep_the_same_sources_are_prepared_once(monkeypatch):
     options = impl.check_options({"g_size": 4})
     alone = [
         intervals._folds(
-            impl, ["tailoredbench"], {"tailoredbench": options}, {"tailoredbench": None}, options,
+            impl, ["tailoredbench"], {"tailoredbench": None}, options, {},
             source[kept], [(source[held_out], index)], [12], 0, None,
         )[0]["tailoredbench"][12]
         for index, kept, held_out in conformal.model_folds(8, 8, 3, 0)

@@ -58,6 +58,27 @@ def test_cached_runs_give_the_same_numbers(bench, tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(alone, _simulate(bench, budgets=[20]), check_exact=True)
 
 
+def test_gp_irt_anchors_are_cached_and_read_to_the_same_numbers(bench, tmp_path, monkeypatch):
+    from tailoredbench.methods import gp_irt
+
+    settings = {"methods": ["gp_irt"], "g_size": 5}
+    fresh = _simulate(bench, **settings)
+    monkeypatch.setenv(ENV, str(tmp_path))
+    first = _simulate(bench, **settings)
+    stored = _entries(tmp_path)
+    # one entry per run and budget, for the targets' runs and the interval's folds
+    assert stored and all(p.parts[0] == "anchors" for p in stored)
+
+    def no_kmeans(*args):
+        raise AssertionError("anchors chosen again")
+
+    monkeypatch.setattr(gp_irt, "anchors", no_kmeans)
+    second = _simulate(bench, **settings)
+    assert _entries(tmp_path) == stored
+    pd.testing.assert_frame_equal(fresh, first, check_exact=True)
+    pd.testing.assert_frame_equal(fresh, second, check_exact=True)
+
+
 def test_other_parameters_or_data_are_other_entries(bench, tmp_path, monkeypatch):
     monkeypatch.setenv(ENV, str(tmp_path))
     _simulate(bench, methods=["tailoredbench"], interval=None, runs=1)

@@ -5,6 +5,8 @@ import pytest
 
 from conftest import synthetic_matrix
 from tailoredbench import TailoredBench, tailored
+from tailoredbench import rng as streams
+from tailoredbench.conformal import model_folds
 from tailoredbench.errors import TailoredBenchError
 from tailoredbench.methods import split_name, tailored_plus, variant_name
 from tailoredbench.oracle import Oracle
@@ -135,3 +137,24 @@ def test_a_simulation_fits_the_stacking_weights_with_its_own_seed(matrices):
     by_hand = PLUS.run(PLUS.prepare(source, [20], g_size=5, seed=1), source, {20: Oracle(target, 20)}, (1, 0), g_size=5)
     simulated = simulate(matrices, ["tailored_plus"], [20], runs=1, g_size=5, seed=1).results["estimate"].values
     assert np.array_equal(simulated, by_hand[20])
+
+
+def test_stacking_folds_that_keep_the_same_sources_are_prepared_once(monkeypatch):
+    # Four sources in five folds is leave-one-out, repeated: each set of three is kept twice.
+    source = synthetic_matrix(4, 60, seed=5)  # SYNTHETIC
+    weights = tailored_plus.stack_weights(source, [10], g_size=4, seed=2)
+    calls = []
+    prepare = tailored_plus.TailoredPlus.prepare
+    monkeypatch.setattr(tailored_plus.TailoredPlus, "prepare", lambda *a, **k: calls.append(1) or prepare(*a, **k))
+    assert np.array_equal(tailored_plus.stack_weights(source, [10], g_size=4, seed=2), weights)
+    assert len(calls) == 4
+    folds = model_folds(4, 4, tailored_plus.STACK_REPEATS, 2, stream=streams.STACKING_FOLDS)
+    alone = [
+        tailored_plus._stack_folds(
+            source[kept], [(source[held_out], (2, streams.STACK_RUN + index))], [10], 2, None,
+            g_size=4, distance="manhattan", grow=False,
+        )[0]
+        for index, kept, held_out in folds
+    ]  # fmt: skip
+    columns, truth = np.vstack([c for c, _ in alone]), np.concatenate([t for _, t in alone])
+    assert np.array_equal(tailored_plus.simplex_weights(columns, truth), weights)

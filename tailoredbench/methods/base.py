@@ -107,6 +107,14 @@ class Method(ABC):
             options["seed"] = seed
         return self.prepare(source, budgets, **options)
 
+    def prepare_on_worker(self, source: np.ndarray, budgets: Sequence[int], seed: int, cache, **options) -> dict:
+        """:meth:`prepare_seeded` in a worker, caching runs in the caller's run-cache folder ``cache``.
+
+        A worker keeps the environment it started with, so it is told the caller's folder
+        rather than reading ``$TAILOREDBENCH_RUN_CACHE`` (:mod:`tailoredbench.run_cache`) itself.
+        """
+        return {**self.prepare_seeded(source, budgets, seed, **options), "run_cache": cache}
+
     @abstractmethod
     def run(
         self, prepared: Mapping, source: np.ndarray, oracles: Mapping[int, Oracle], key: Sequence[int], **options

@@ -26,7 +26,9 @@ The fit depends only on the source models and the settings, so it is cached on d
 on one thread (BLAS and OpenMP), so that a seed gives the same numbers whatever the
 machine's core count; across processors of different kinds, floating-point rounding
 in the IRT fit can still move a report's gp-IRT MAE in its fourth decimal (seen:
-0.0417 against 0.0423 on GSM8K at budget 30, before the threads were pinned).
+0.0417 against 0.0423 on GSM8K at budget 30, before the threads were pinned). With the
+run cache on (:mod:`tailoredbench.run_cache`), each run's anchors are kept there too, so
+a notebook that repeats another's runs reads them instead of running KMeans again.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
-from .. import rng
+from .. import rng, run_cache
 from ..datasets.files import cache_dir, load_cached, store_cached
 from .base import Method
 
@@ -257,6 +259,18 @@ def weight(prepared: dict, budget: int) -> float:
     return bias**2 / (bias**2 + prepared["variance"] / (4 * budget))
 
 
+def _anchors_of_run(prepared: dict, key, budget: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`anchors` of one run and budget, read from the run cache when it holds them."""
+    root, model = prepared.get("run_cache"), prepared["model"]
+    parts = [model.a, model.b, KMEANS_STARTS, list(key), budget] if root else []  # every input of anchors()
+    entry = run_cache.load(root, "anchors", parts, {"items": (budget,), "weights": (budget,)})
+    if entry is not None:
+        return entry["items"], entry["weights"]
+    items, weights = anchors(model, budget, rng.stream(key, rng.GP_IRT_ANCHORS, budget))
+    run_cache.store(root, "anchors", parts, items=items, weights=weights)
+    return items, weights
+
+
 class GpIrt(Method):
     name = "gp_irt"
     kind = "baseline"
@@ -265,14 +279,14 @@ class GpIrt(Method):
 
     def prepare(self, source, budgets) -> dict:
         with threadpool_limits(limits=1):
-            return prepare(source, budgets)
+            return {**prepare(source, budgets), "run_cache": run_cache.folder()}
 
     def run(self, prepared, source, oracles, key) -> dict[int, np.ndarray]:
         """New KMeans anchors per run and budget (seeded), shared by all targets."""
         out = {}
         with threadpool_limits(limits=1):
             for budget, oracle in oracles.items():
-                items, weights = anchors(prepared["model"], budget, rng.stream(key, rng.GP_IRT_ANCHORS, budget))
+                items, weights = _anchors_of_run(prepared, key, budget)
                 lam = weight(prepared, budget)
                 found = estimates(prepared["model"], items, weights, oracle.ask(items), lam, prepared["ability_prior"])
                 out[budget] = found["gp_irt"]

@@ -41,7 +41,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from .. import rng, run_cache
-from ..conformal import model_folds
+from ..conformal import folds_by_kept, in_fold_order
 from ..errors import TailoredBenchError
 from ..oracle import Oracle
 from ..tailored import Probe, calibrated_estimate, uncalibrated_estimate
@@ -204,35 +204,44 @@ def stack_weights(
     """
     if source.shape[0] < 3:  # no fold would leave two pseudo-sources: nothing to fit on
         return np.full(len(COMPONENTS), 1 / len(COMPONENTS))
-    folds = min(STACK_FOLDS, source.shape[0])
+    groups = folds_by_kept(source.shape[0], min(STACK_FOLDS, source.shape[0]), STACK_REPEATS, seed, rng.STACKING_FOLDS)
     cache = run_cache.folder()  # this process's, whatever the workers' environment
-    # The folds are independent; they run on the workers of the caller's joblib configuration
-    # (a simulation's), each with its own random key, and are read back in order.
+    # Folds that keep the same sources share one preparation. The groups run on the workers of
+    # the caller's joblib configuration (a simulation's), each fold with its own random key,
+    # and are read back in fold order.
     outputs = Parallel()(
-        delayed(_stack_fold)(
+        delayed(_stack_folds)(
             source[kept],
-            source[held_out],
+            [(source[held_out], (seed, rng.STACK_RUN + index)) for index, held_out in held],
             budgets,
-            (seed, rng.STACK_RUN + index),
+            seed,
             cache,
             g_size=g_size,
             distance=distance,
             grow=grow,
         )
-        for index, kept, held_out in model_folds(source.shape[0], folds, STACK_REPEATS, seed, stream=rng.STACKING_FOLDS)
+        for kept, held in groups
     )
+    outputs = in_fold_order(groups, outputs)
     return simplex_weights(np.vstack([c for c, _ in outputs]), np.concatenate([t for _, t in outputs]))
 
 
-def _stack_fold(pseudo_source, pseudo_target, budgets, key, cache, **options) -> tuple[np.ndarray, np.ndarray]:
-    """One fold's pseudo-target estimates by every component (a column each) at every budget, and their truth."""
+def _stack_folds(pseudo_source, held, budgets, seed, cache, **options) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The folds that keep ``pseudo_source``, prepared once: ``held`` is each one's (pseudo-targets, key).
+
+    Per fold: its pseudo-targets' estimates by every component (a column each) at every budget, and their truth.
+    """
     method = TailoredPlus()
-    prepared = method.prepare(pseudo_source, budgets, distance=options["distance"], variants=COMPONENTS)
-    prepared["run_cache"] = cache
-    oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
-    out = method.run_variants(prepared, pseudo_source, oracles, key, COMPONENTS, **options)
-    columns = np.vstack([np.column_stack([out[c][b] for c in COMPONENTS]) for b in budgets])
-    return columns, np.tile(pseudo_target.mean(axis=1), len(budgets))
+    prepared = method.prepare_on_worker(
+        pseudo_source, budgets, seed, cache, distance=options["distance"], variants=COMPONENTS
+    )
+    out = []
+    for pseudo_target, key in held:
+        oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
+        found = method.run_variants(prepared, pseudo_source, oracles, key, COMPONENTS, **options)
+        columns = np.vstack([np.column_stack([found[c][b] for c in COMPONENTS]) for b in budgets])
+        out.append((columns, np.tile(pseudo_target.mean(axis=1), len(budgets))))
+    return out
 
 
 class TailoredPlus(Method):
