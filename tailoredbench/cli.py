@@ -149,7 +149,10 @@ def _build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--quick", action="store_true", help="small parameters: every notebook in a few minutes")
     rep.add_argument("--force", action="store_true", help="replace existing reports made with other parameters")
     rep.add_argument(
-        "--at-once", type=_positive_int, default=AT_ONCE, help=f"notebooks run side by side (default {AT_ONCE})"
+        "--at-once",
+        type=_positive_int,
+        default=AT_ONCE,
+        help=f"notebooks run side by side (default: one per two cores, here {AT_ONCE})",
     )
     rep.add_argument(
         "--no-run-cache",

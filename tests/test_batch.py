@@ -19,11 +19,12 @@ from tailoredbench.errors import TailoredBenchError
 
 RECORD = """\
 import json, pathlib, time
+assert not fail, "told to fail"
 start = time.time()
 time.sleep(seconds)
-assert not fail, "told to fail"
 pathlib.Path(output_dir, "times.json").write_text(json.dumps([start, time.time()]))
 """
+LAST = "pathlib.Path(output_dir, 'last.txt').write_text('the last cell ran')"
 
 
 @pytest.fixture
@@ -35,7 +36,7 @@ def notebooks(tmp_path):
         nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
         parameters = nbformat.v4.new_code_cell("output_dir = 'out'\nseconds = 0.0\nfail = False")
         parameters.metadata["tags"] = ["parameters"]
-        nb.cells = [parameters, nbformat.v4.new_code_cell(RECORD)]
+        nb.cells = [parameters, nbformat.v4.new_code_cell(RECORD), nbformat.v4.new_code_cell(LAST)]
         nbformat.write(nb, folder / f"{name}.ipynb")
     return folder
 
@@ -49,7 +50,12 @@ def test_notebooks_run_side_by_side_each_after_what_it_reads(notebooks, tmp_path
     monkeypatch.setattr(batch, "AFTER", {"three": ("one",)})
     out, lines = tmp_path / "reports", []
     done = reproduce(
-        ["three", "one", "two"], parameters={"seconds": 3.0}, notebooks_dir=notebooks, output_dir=out, log=lines.append
+        ["three", "one", "two"],
+        parameters={"seconds": 3.0},
+        notebooks_dir=notebooks,
+        output_dir=out,
+        at_once=2,
+        log=lines.append,
     )
     assert [p.parent.name for p in done] == ["three", "one", "two"]  # in the order asked
     one, two, three = times(out, "one"), times(out, "two"), times(out, "three")
@@ -60,6 +66,12 @@ def test_notebooks_run_side_by_side_each_after_what_it_reads(notebooks, tmp_path
 
 
 @pytest.mark.notebook
+def test_one_notebook_per_two_cores_by_default():
+    import joblib
+
+    assert batch.AT_ONCE == max(1, joblib.cpu_count() // 2)
+
+
 def test_one_at_a_time_when_asked(notebooks, tmp_path):
     out = tmp_path / "reports"
     reproduce(
@@ -80,16 +92,17 @@ def test_after_a_failure_running_notebooks_finish_and_no_other_starts(notebooks,
     with pytest.raises(NotebookFailed, match=r"one failed .*told to fail.*; not started: three") as failed:
         reproduce(
             ["one", "two", "three"],
-            parameters={"seconds": 2.0},
+            parameters={"seconds": 3.0},
             notebooks_dir=notebooks,
             output_dir=out,
             force=True,
+            at_once=2,
             log=print,
         )
     assert "two" not in str(failed.value)
     assert (out / "one" / "mine.txt").read_text() == "keep"  # the previous report is untouched
     assert (out / ".one.failed" / "one.ipynb").is_file()
-    assert len(times(out, "two")) == 2  # it ran to the end beside the failure
+    assert (out / "two" / "last.txt").is_file()  # it ran to its last cell, begun after one failed
     assert not (out / "three").exists()
 
 
@@ -104,7 +117,7 @@ def test_ctrl_c_interrupts_every_running_notebook_and_keeps_their_reports(notebo
         "from tailoredbench.batch import NotebookFailed, reproduce\n"
         "try:\n"
         f"    reproduce(['one', 'two', 'three'], parameters={{'seconds': 120.0}}, notebooks_dir={str(notebooks)!r},\n"
-        f"              output_dir={str(out)!r}, force=True, log=lambda m: print(m, flush=True))\n"
+        f"              output_dir={str(out)!r}, force=True, at_once=2, log=lambda m: print(m, flush=True))\n"
         "except NotebookFailed as err:\n"
         "    print('FAILED', err, flush=True)\n"
         "    sys.exit(1)\n"
@@ -112,7 +125,7 @@ def test_ctrl_c_interrupts_every_running_notebook_and_keeps_their_reports(notebo
     with subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) as child:
         started = set()
         for line in child.stdout:  # each notebook has run its parameters cell and sleeps in the next
-            if "1/2 code cells" in line:
+            if "1/3 code cells" in line:
                 started.add(line.split(":")[0])
             if started == {"one", "two"}:
                 break
