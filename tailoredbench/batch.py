@@ -326,7 +326,8 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_o
                 if name is None:
                     break
                 waiting.remove(name)
-                job = _Notebook(name, f"{len(names) - len(waiting)}/{len(names)}", interrupted, log)
+                log(f"{name} ({len(names) - len(waiting)}/{len(names)}): running into {_shown(root / name)}")
+                job = _Notebook(name, interrupted, log)
                 running[pool.submit(job.run, chosen[name], declared[name], root, notebooks_dir)] = job
             if not running:
                 break
@@ -364,8 +365,8 @@ def _close_event_loop() -> None:
 class _Notebook:
     """One notebook's run into its staging folder; a success replaces its report."""
 
-    def __init__(self, name: str, number: str, interrupted: threading.Event, log):
-        self.name, self.number, self.interrupted, self.log = name, number, interrupted, log
+    def __init__(self, name: str, interrupted: threading.Event, log):
+        self.name, self.interrupted, self.log = name, interrupted, log
         self.kernel = None
 
     def interrupt(self) -> None:
@@ -395,7 +396,6 @@ class _Notebook:
             values["reports_dir"] = _relative(root, notebooks_dir)  # read the reports this run writes
         source = notebooks_dir / f"{name}.ipynb"
         output = stage / f"{name}.ipynb"
-        self.log(f"{name} ({self.number}): running into {_shown(final)}")
         progress = _Progress(name, nbformat.read(source, as_version=4), final / f"{name}.ipynb", self.log)
         sockets = tempfile.mkdtemp(prefix="tailoredbench-kernel-")
         job = self
