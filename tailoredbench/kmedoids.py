@@ -416,6 +416,12 @@ def _unsettled(words, masks, units, x, limit, flags, bound):
     # flags[o]: the bound (each weight group's smallest weight times its differing columns,
     # one popcount each) leaves open whether x is within ds[o] of o. Word by word, each
     # a loop the compiler vectorises.
+    if words.shape[0] == 1:  # up to 64 columns (measured: 10% faster at 14042 items)
+        _flag_one_word(
+            words[0], x, masks[0, 0], masks[1, 0], masks[2, 0], masks[3, 0], units[0], units[1], units[2], units[3],
+            limit, flags,
+        )  # fmt: skip
+        return
     bound[:] = 0.0
     for j in range(words.shape[0]):
         _add_bound(
@@ -426,12 +432,25 @@ def _unsettled(words, masks, units, x, limit, flags, bound):
         flags[o] = bound[o] < limit[o]
 
 
+@numba.njit(cache=True, nogil=True)
+def _flag_one_word(words, x, m0, m1, m2, m3, u0, u1, u2, u3, limit, flags):
+    # _unsettled for patterns of one word, in one loop: no partial sums stored and read back
+    wx = words[x]
+    for o in range(words.shape[0]):
+        flags[o] = _bound(wx ^ words[o], m0, m1, m2, m3, u0, u1, u2, u3) < limit[o]
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _add_bound(words, x, m0, m1, m2, m3, u0, u1, u2, u3, bound):
     wx = words[x]
     for o in range(words.shape[0]):
-        v = wx ^ words[o]
-        bound[o] += u0 * _popcount(v & m0) + u1 * _popcount(v & m1) + u2 * _popcount(v & m2) + u3 * _popcount(v & m3)
+        bound[o] += _bound(wx ^ words[o], m0, m1, m2, m3, u0, u1, u2, u3)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _bound(v, m0, m1, m2, m3, u0, u1, u2, u3):
+    # Differing columns v: each weight group's smallest weight times its count, at most their weight sum.
+    return u0 * _popcount(v & m0) + u1 * _popcount(v & m1) + u2 * _popcount(v & m2) + u3 * _popcount(v & m3)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -582,6 +601,8 @@ def _fasterpam(D, words, masks, units, table, root, w, medoids, n_fixed, max_ite
                 # most points are settled by the bound, without the distance: 8 flags to a word,
                 # gathered to 8 bits and visited by their trailing zeros (no branch per point)
                 for block in range(flag_words.shape[0]):
+                    if not flag_words[block]:  # most blocks of 8: no flag to gather
+                        continue
                     bits = ((flag_words[block] * _GATHER) >> np.uint64(56)) & np.uint64(255)
                     while bits:
                         o = 8 * block + _trailing_zeros(bits)

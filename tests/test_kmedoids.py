@@ -169,13 +169,14 @@ def test_fewer_patterns_than_medoids_pads_with_distinct_rows():
     assert result.cost == 0.0
 
 
+@pytest.mark.parametrize("columns", [33, 70])  # one word (its own bound loop) and two
 @pytest.mark.parametrize("metric", ["manhattan", "euclidean"])
 @pytest.mark.parametrize("seed", range(4))
-def test_distances_computed_as_needed_give_the_kept_distances_medoids(monkeypatch, metric, seed):
+def test_distances_computed_as_needed_give_the_kept_distances_medoids(monkeypatch, metric, seed, columns):
     # Beyond DENSE_LIMIT patterns no distance matrix is kept; the medoids must not change.
     from tailoredbench import kmedoids
 
-    X = (np.random.default_rng(seed).random((300, 70)) < 0.4).astype(float)  # 70 columns: two words
+    X = (np.random.default_rng(seed).random((300, columns)) < 0.4).astype(float)
     kept = binary_points(X, metric)
     monkeypatch.setattr(kmedoids, "DENSE_LIMIT", 0)
     streamed = binary_points(X, metric)
