@@ -15,7 +15,10 @@ precision or the maximum budget is reached, and says which.
 
 Every step refits from the pinned data with the stored seed, so the state stays small
 and a step run twice gives the same answer; run ``r`` of a simulation with seed ``s``
-is replayed by seed ``s`` here when ``r`` is 0.
+is replayed by seed ``s`` here when ``r`` is 0. The one thing kept rather than redone is
+the sequential mode's stopping rule: calibrated on the source models when the rounds are
+first planned (seconds of work), it is stored in the state and read by the later rounds
+and the estimate.
 
 ``state.json`` is checked before it is used: its format, its keys and their types, a
 sha256 over its contents (an edited, truncated or foreign state is refused) and the
@@ -26,6 +29,7 @@ overwritten without ``force``.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -34,7 +38,7 @@ import numpy as np
 
 from . import atomic
 from ._version import __version__
-from .conformal import MAX_BUDGET, ROUND_SIZE, check_precision
+from .conformal import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
 from .datasets import load_benchmark
 from .datasets.benchmarks import BENCHMARKS
 from .datasets.lm_eval import DEFAULT_METRIC, model_of, read_samples, samples_argument
@@ -76,6 +80,8 @@ S_KEYS = {
     "native_sources": [str],
     "rounds": [int],
 }
+#: The stopping rule's fields (:class:`~tailoredbench.conformal.StoppingRule`), under the state's ``rule``.
+RULE_KEYS = {"budgets": [int], "q": [float], "factor": float, "precision": float, "level": float}
 
 
 def _write_json(path: Path, value) -> None:
@@ -111,6 +117,11 @@ def _check_schema(state, path: Path) -> None:
             raise TailoredBenchError(f"{path}: not a complete plan state (no '{key}'); plan again")
         if not fits(state[key], kind):
             raise TailoredBenchError(f"{path}: '{key}' has the wrong type ({type(state[key]).__name__}); plan again")
+    rule = state.get("rule")  # kept by the sequential mode once calibrated
+    if rule is not None and not (
+        isinstance(rule, dict) and rule.keys() == RULE_KEYS.keys() and all(map(fits, rule.values(), RULE_KEYS.values()))
+    ):
+        raise TailoredBenchError(f"{path}: its stopping rule is malformed; plan again")
     if state["benchmark"] not in BENCHMARKS:
         raise TailoredBenchError(f"{path}: unknown benchmark {state['benchmark']!r}")
 
@@ -302,7 +313,10 @@ def _sequential(state: dict, samples) -> dict:
     """
     bench, tb = fitted(state)
     results = _results(state, samples, bench.source.items)
-    rule = tb.stopping_rule(state["precision"], state["max_budget"], state["round_size"], INTERVAL_LEVEL)
+    if "rule" in state:
+        rule = _kept_rule(state)
+    else:
+        rule = tb.stopping_rule(state["precision"], state["max_budget"], state["round_size"], INTERVAL_LEVEL)
     probes = tb.rounds(_on(results, state["g_set_doc_ids"], "G-set"), rule.budgets)
     native = [bench.source.models[i] for i in probes[0].native_sources]
     if state.get("native_sources", native) != native:
@@ -324,6 +338,26 @@ def _sequential(state: dict, samples) -> dict:
         low, high = tb.interval(probe, y, rule=rule)
         out.update(estimate=tb.estimate(probe, y, rule=rule), low=low, high=high)
     return out
+
+
+def _kept_rule(state: dict) -> StoppingRule:
+    """The stopping rule stored in the state, checked against the settings it must have been calibrated for."""
+    kept = state["rule"]
+    rule = StoppingRule(
+        tuple(kept["budgets"]),
+        tuple(map(float, kept["q"])),
+        *map(float, (kept["factor"], kept["precision"], kept["level"])),
+    )
+    settings = (
+        round_budgets(state["g_size"], state["round_size"], state["max_budget"]),
+        state["precision"],
+        INTERVAL_LEVEL,
+    )
+    if (rule.budgets, rule.precision, rule.level) != settings or len(rule.q) != len(rule.budgets):
+        raise TailoredBenchError(
+            f"{STATE}: its stopping rule was calibrated for other settings; plan again with --force"
+        )
+    return rule
 
 
 def plan_round(
@@ -376,7 +410,8 @@ def plan_round(
         _write_json(path, samples_argument(state["task"], [bench.source.items[i] for i in new]))
         out.update(file=str(path), round=answered + 1)
     rounds = sorted({*state["rounds"], *(p.budget for p in probes[: out["round"]])})
-    state = _sealed({**_g_part(state), **settings, "native_sources": replayed["native"], "rounds": rounds})
+    kept = {"native_sources": replayed["native"], "rounds": rounds, "rule": dataclasses.asdict(replayed["rule"])}
+    state = _sealed({**_g_part(state), **settings, **kept})
     _write_json(folder / STATE, state)
     return {**out, "precision": precision}
 

@@ -1,5 +1,6 @@
 """Plan -> lm-eval samples -> plan -> samples -> estimate, through the CLI, on real ARC data."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -189,3 +190,29 @@ def test_rounds_refuse_what_would_replace_a_plan(planned, arc, tmp_path, capsys)
     assert not (plan / "round_1.json").exists() and (plan / "n_set.json").exists()
     one_line_error(capsys, [*base, "--precision", "0.05"], "add --force")
     one_line_error(capsys, [*base, "--precision", "2"], "between 0 and 1")
+
+
+def test_rounds_keep_the_stopping_rule_they_calibrated(planned, arc, tmp_path, capsys, monkeypatch):
+    from tailoredbench.workflow import _sealed
+
+    plan, probe = planned
+    row = arc.target.values[TARGET]
+    files = [write_samples(tmp_path / "out", "held-out", probe, row, "2025-01-01T00-00-00.000000")]
+    args = ["plan", "--state", str(plan), "--precision", "0.05", "--max-budget", "25"]
+    assert main([*args, "--samples", *map(str, files)]) == 0
+    state = json.loads((plan / "state.json").read_text())
+    tb = TailoredBench(random_state=(0, 0)).fit(arc.source)
+    assert state["rule"] == json.loads(json.dumps(dataclasses.asdict(tb.stopping_rule(0.05, max_budget=25))))
+
+    # the next round and the estimate read it: no second calibration
+    monkeypatch.setattr(TailoredBench, "stopping_rule", lambda *a, **k: pytest.fail("calibrated again"))
+    items = json.loads((plan / "round_1.json").read_text())["arc_challenge"]
+    files.append(write_samples(tmp_path / "out", "held-out", items, row, "2025-01-01T01-00-00.000000"))
+    assert main([*args, "--samples", *map(str, files)]) == 0
+    assert main(["estimate", "--state", str(plan), "--samples", *map(str, files)]) == 0
+
+    # a stored rule that does not fit the plan's settings, or is not a rule, is refused (checksum or not)
+    for rule, message in [({**state["rule"], "precision": 0.04}, "calibrated for other settings"),
+                          ({**state["rule"], "q": "0.1"}, "stopping rule is malformed")]:  # fmt: skip
+        (plan / "state.json").write_text(json.dumps(_sealed({**state, "rule": rule})))
+        one_line_error(capsys, ["estimate", "--state", str(plan), "--samples", *map(str, files)], message)
