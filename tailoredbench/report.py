@@ -61,13 +61,7 @@ def interpretation(
         best = baselines["mae"].idxmin()
         ours, theirs = part.loc[tailored], part.loc[best]
         gap = (theirs["mae"] - ours["mae"]) / max(float(np.hypot(ours["mae_se"], theirs["mae_se"])), 1e-12)
-        verdict = (
-            "a clear win"
-            if gap >= 2
-            else "a clear loss"
-            if gap <= -2
-            else "within two standard errors"
-        )
+        verdict = "a clear win" if gap >= 2 else "a clear loss" if gap <= -2 else "within two standard errors"
         lines.append(
             f"- **{budget} items**: lowest MAE {part['mae'].idxmin()} ({part['mae'].min():.4f}), highest tau "
             f"{part['kendall_tau'].idxmax()} ({part['kendall_tau'].max():.3f}). {tailored} {ours['mae']:.4f} against "

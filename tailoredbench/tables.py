@@ -58,6 +58,6 @@ def write_tables(summary: pd.DataFrame, directory: str | Path, name: str = "summ
     atomic.write_text(paths[1], formatted(summary, "markdown", keys).to_markdown(index=False) + "\n")
     atomic.write_text(
         paths[2],
-        formatted(summary, "latex", keys).to_latex(index=False, escape=False, column_format="l" * (len(keys) + 3))
+        formatted(summary, "latex", keys).to_latex(index=False, escape=False, column_format="l" * (len(keys) + 3)),
     )
     return paths

@@ -120,9 +120,7 @@ def test_benchmark_and_main_table_notebooks_run_and_a_failed_rerun_changes_nothi
     assert not (tmp_path / ".gsm8k.partial").exists()
     assert "budget" in str(failed.value)
 
-    reproduce(
-        ["main_table"], parameters={"benchmarks": ["gsm8k"]}, output_dir=tmp_path, force=True, log=lambda _: None
-    )
+    reproduce(["main_table"], parameters={"benchmarks": ["gsm8k"]}, output_dir=tmp_path, force=True, log=lambda _: None)
     main_nb = check_clean(tmp_path / "main_table" / "main_table.ipynb", tmp_path)
     assert len(image_cells(main_nb)) == 1
     main = json.loads((tmp_path / "main_table" / "metrics.json").read_text())
