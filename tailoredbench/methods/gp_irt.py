@@ -278,6 +278,8 @@ class GpIrt(Method):
     interval_folds = 10
 
     def prepare(self, source, budgets) -> dict:
+        # Every pool, KMeans' OpenMP with BLAS, looked up at each call (1.5 ms), not once as for
+        # distances' BLAS: scikit-learn loads OpenMP when first imported, which may be later.
         with threadpool_limits(limits=1):
             return {**prepare(source, budgets), "run_cache": run_cache.folder()}
 
