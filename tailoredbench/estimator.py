@@ -28,7 +28,7 @@ from .datasets.matrix import validate_binary
 from .distances import check_distance
 from .errors import TailoredBenchError
 from .intervals import pseudo_targets, scales
-from .methods.tailored_plus import combine, components, stack_weights
+from .methods.tailored_plus import combine, components, needed, stack_weights
 from .methods.tailoredbench import TailoredBenchMethod
 from .tailored import Probe, calibrated_estimate, check_budget, g_set, n_set, native_sources
 
@@ -254,7 +254,7 @@ class TailoredBench:
         if self.estimator == "calibrated":
             return calibrated_estimate(native_mean, probe, y)
         weights = self._weights((probe.budget,)) if rule is None else self._weights(rule.budgets, grow=True)
-        parts = components(self.source_, self.source_.mean(axis=1), native_mean, probe, y)
+        parts = components(self.source_, self.source_.mean(axis=1), native_mean, probe, y, needed(["stacked"]))
         return combine(parts, "stacked", weights)
 
     def interval(

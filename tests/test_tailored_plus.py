@@ -158,3 +158,19 @@ def test_stacking_folds_that_keep_the_same_sources_are_prepared_once(monkeypatch
     ]  # fmt: skip
     columns, truth = np.vstack([c for c, _ in alone]), np.concatenate([t for _, t in alone])
     assert np.array_equal(tailored_plus.simplex_weights(columns, truth), weights)
+
+
+def test_each_variant_computes_only_the_estimates_it_reads(matrices):
+    source, target = matrices
+    probe = tailored.n_set(source, np.arange(len(source)), np.array([0, 1, 2]), 25, random_state=0)
+    args = (source, source.mean(axis=1), source.mean(axis=0), probe, target[0, probe.items])
+    every = tailored_plus.components(*args)
+    assert tuple(every) == tailored_plus.ESTIMATES
+    weights = np.array([0.4, 0.3, 0.2, 0.1])
+    for variant in tailored_plus.VARIANTS:
+        names = tailored_plus.needed([variant])
+        parts = tailored_plus.components(*args, names)
+        assert set(parts) == set(names)
+        assert tailored_plus.combine(parts, variant, weights) == tailored_plus.combine(every, variant, weights)
+    assert set(tailored_plus.needed(["stacked"])) == set(tailored_plus.COMPONENTS)
+    assert tailored_plus.needed(["mix", "neighbours"]) == ("calibrated", "regression", "neighbours")

@@ -51,17 +51,9 @@ from .tailoredbench import TailoredBenchMethod, probes
 
 #: The estimates that ``"stacked"`` combines.
 COMPONENTS = ("calibrated", "local_regression", "neighbours", "uncalibrated")
-VARIANTS = (
-    "calibrated",
-    "uncalibrated",
-    "regression",
-    "local_regression",
-    "neighbours",
-    "soft_calibration",
-    "mix",
-    "local_mix",
-    "stacked",
-)
+#: Every single estimate :func:`components` can return: a variant each.
+ESTIMATES = ("calibrated", "uncalibrated", "regression", "local_regression", "neighbours", "soft_calibration")
+VARIANTS = (*ESTIMATES, "mix", "local_mix", "stacked")
 DEFAULT_VARIANT = "stacked"
 #: Ridge penalty on the probe items' coefficients (an intercept is not penalised).
 ALPHA = 3.0
@@ -90,8 +82,11 @@ def agreement_weights(source_probe: np.ndarray, results: np.ndarray, bandwidth: 
     >>> np.round(w, 4).tolist()
     [1.0, 0.0067]
     """
-    disagreements = np.abs(source_probe - results).sum(axis=1)
     bandwidth = BANDWIDTH * source_probe.shape[1] if bandwidth is None else bandwidth
+    return _weights(np.abs(source_probe - results).sum(axis=1), bandwidth)
+
+
+def _weights(disagreements: np.ndarray, bandwidth: float) -> np.ndarray:
     return np.exp(-(disagreements - disagreements.min()) / bandwidth)
 
 
@@ -113,9 +108,14 @@ def weighted_ridge(X: np.ndarray, y: np.ndarray, weights: np.ndarray, alpha: flo
 
 
 def components(
-    source: np.ndarray, accuracy: np.ndarray, native_mean: np.ndarray, probe: Probe, results: np.ndarray
+    source: np.ndarray,
+    accuracy: np.ndarray,
+    native_mean: np.ndarray,
+    probe: Probe,
+    results: np.ndarray,
+    names: Sequence[str] = ESTIMATES,
 ) -> dict[str, float]:
-    """Every single estimate of one target from its probe results (see the module notes).
+    """Single estimates of one target from its probe results (see the module notes).
 
     Parameters
     ----------
@@ -124,6 +124,9 @@ def components(
         ``source.mean(axis=1)``.
     native_mean, probe, results
         As for :func:`~tailoredbench.tailored.calibrated_estimate`.
+    names : sequence of str, default :data:`ESTIMATES`
+        The estimates to compute (:func:`needed` gives those of some variants); the
+        others are skipped, which changes none of these.
 
     Examples
     --------
@@ -135,18 +138,36 @@ def components(
     True
     """
     X = source[:, probe.items]
-    weights = agreement_weights(X, results)
-    coef, intercept = ridge(X, accuracy, ALPHA)
-    local_coef, local_intercept = weighted_ridge(X, accuracy, weights)
-    near = agreement_weights(X, results, NEIGHBOUR_BANDWIDTH)
-    return {
-        "calibrated": calibrated_estimate(native_mean, probe, results),
-        "uncalibrated": uncalibrated_estimate(probe, results),
-        "regression": float(np.clip(results @ coef + intercept, 0.0, 1.0)),
-        "local_regression": float(np.clip(results @ local_coef + local_intercept, 0.0, 1.0)),
-        "neighbours": float(near @ accuracy / near.sum()),
-        "soft_calibration": calibrated_estimate(weights @ source / weights.sum(), probe, results),
+    disagreements = np.abs(X - results).sum(axis=1)
+    weights = _weights(disagreements, BANDWIDTH * X.shape[1])
+    parts = {}
+    if "calibrated" in names:
+        parts["calibrated"] = calibrated_estimate(native_mean, probe, results)
+    if "uncalibrated" in names:
+        parts["uncalibrated"] = uncalibrated_estimate(probe, results)
+    if "regression" in names:
+        coef, intercept = ridge(X, accuracy, ALPHA)
+        parts["regression"] = float(np.clip(results @ coef + intercept, 0.0, 1.0))
+    if "local_regression" in names:
+        local_coef, local_intercept = weighted_ridge(X, accuracy, weights)
+        parts["local_regression"] = float(np.clip(results @ local_coef + local_intercept, 0.0, 1.0))
+    if "neighbours" in names:
+        near = _weights(disagreements, NEIGHBOUR_BANDWIDTH)
+        parts["neighbours"] = float(near @ accuracy / near.sum())
+    if "soft_calibration" in names:
+        parts["soft_calibration"] = calibrated_estimate(weights @ source / weights.sum(), probe, results)
+    return parts
+
+
+def needed(variants: Sequence[str]) -> tuple[str, ...]:
+    """The :func:`components` that :func:`combine` reads for these variants, in :data:`ESTIMATES` order."""
+    reads = {
+        "stacked": COMPONENTS,
+        "mix": ("calibrated", "regression"),
+        "local_mix": ("calibrated", "local_regression"),
     }
+    wanted = {name for v in variants for name in reads.get(v, (v,))}
+    return tuple(name for name in ESTIMATES if name in wanted)
 
 
 def combine(parts: Mapping[str, float], variant: str, weights=None) -> float:
@@ -297,8 +318,9 @@ class TailoredPlus(Method):
     ) -> dict[str, dict[int, np.ndarray]]:
         """Several variants from one pass over the probes (``weights`` took effect in :meth:`prepare`)."""
         estimates = {v: {b: np.empty(oracles[b].n_targets) for b in oracles} for v in variants}
+        names = needed(variants)
         for budget, a in probes(prepared, source, oracles, key, g_size=g_size, distance=distance, grow=grow):
-            parts = components(source, prepared["accuracy"], a.native_mean, a.probe, a.results)
+            parts = components(source, prepared["accuracy"], a.native_mean, a.probe, a.results, names)
             for v in variants:
                 estimates[v][budget][a.target] = combine(parts, v, prepared.get("weights"))
         return estimates
