@@ -53,7 +53,9 @@ from .tailoredbench import TailoredBenchMethod, probes
 COMPONENTS = ("calibrated", "local_regression", "neighbours", "uncalibrated")
 #: Every single estimate :func:`components` can return: a variant each.
 ESTIMATES = ("calibrated", "uncalibrated", "regression", "local_regression", "neighbours", "soft_calibration")
-VARIANTS = (*ESTIMATES, "mix", "local_mix", "stacked")
+#: The variants that are the mean of two single estimates.
+MIXES = {"mix": ("calibrated", "regression"), "local_mix": ("calibrated", "local_regression")}
+VARIANTS = (*ESTIMATES, *MIXES, "stacked")
 DEFAULT_VARIANT = "stacked"
 #: Ridge penalty on the probe items' coefficients (an intercept is not penalised).
 ALPHA = 3.0
@@ -71,22 +73,16 @@ STACK_REPEATS = 2
 STACK_STEP = 0.05
 
 
-def agreement_weights(source_probe: np.ndarray, results: np.ndarray, bandwidth: float | None = None) -> np.ndarray:
-    """Each source's weight from its disagreements with the target on the probe items.
+def agreement_weights(disagreements: np.ndarray, bandwidth: float) -> np.ndarray:
+    """Each source's weight from ``d``, its disagreements with the target on the probe items.
 
-    ``exp(-(d - min d) / bandwidth)``; the bandwidth defaults to ``BANDWIDTH * budget``.
+    ``exp(-(d - min d) / bandwidth)``.
 
     Examples
     --------
-    >>> w = agreement_weights(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1.0, 0.0]))
-    >>> np.round(w, 4).tolist()
+    >>> np.round(agreement_weights(np.array([0.0, 2.0]), BANDWIDTH * 2), 4).tolist()
     [1.0, 0.0067]
     """
-    bandwidth = BANDWIDTH * source_probe.shape[1] if bandwidth is None else bandwidth
-    return _weights(np.abs(source_probe - results).sum(axis=1), bandwidth)
-
-
-def _weights(disagreements: np.ndarray, bandwidth: float) -> np.ndarray:
     return np.exp(-(disagreements - disagreements.min()) / bandwidth)
 
 
@@ -139,7 +135,7 @@ def components(
     """
     X = source[:, probe.items]
     disagreements = np.abs(X - results).sum(axis=1)
-    weights = _weights(disagreements, BANDWIDTH * X.shape[1])
+    weights = agreement_weights(disagreements, BANDWIDTH * X.shape[1])
     parts = {}
     if "calibrated" in names:
         parts["calibrated"] = calibrated_estimate(native_mean, probe, results)
@@ -152,7 +148,7 @@ def components(
         local_coef, local_intercept = weighted_ridge(X, accuracy, weights)
         parts["local_regression"] = float(np.clip(results @ local_coef + local_intercept, 0.0, 1.0))
     if "neighbours" in names:
-        near = _weights(disagreements, NEIGHBOUR_BANDWIDTH)
+        near = agreement_weights(disagreements, NEIGHBOUR_BANDWIDTH)
         parts["neighbours"] = float(near @ accuracy / near.sum())
     if "soft_calibration" in names:
         parts["soft_calibration"] = calibrated_estimate(weights @ source / weights.sum(), probe, results)
@@ -161,11 +157,7 @@ def components(
 
 def needed(variants: Sequence[str]) -> tuple[str, ...]:
     """The :func:`components` that :func:`combine` reads for these variants, in :data:`ESTIMATES` order."""
-    reads = {
-        "stacked": COMPONENTS,
-        "mix": ("calibrated", "regression"),
-        "local_mix": ("calibrated", "local_regression"),
-    }
+    reads = {"stacked": COMPONENTS, **MIXES}
     wanted = {name for v in variants for name in reads.get(v, (v,))}
     return tuple(name for name in ESTIMATES if name in wanted)
 
@@ -183,10 +175,9 @@ def combine(parts: Mapping[str, float], variant: str, weights=None) -> float:
         if weights is None:
             raise TailoredBenchError("the stacked variant needs weights: prepare it with variant='stacked'")
         return float(np.dot(weights, [parts[c] for c in COMPONENTS]))
-    if variant == "mix":
-        return 0.5 * (parts["calibrated"] + parts["regression"])
-    if variant == "local_mix":
-        return 0.5 * (parts["calibrated"] + parts["local_regression"])
+    if variant in MIXES:
+        first, second = MIXES[variant]
+        return 0.5 * (parts[first] + parts[second])
     return parts[variant]
 
 
