@@ -65,10 +65,13 @@ def one_point(models: int, items: int, sample: int) -> dict:
         sim = simulate(bench, budgets=[30], runs=1, method_options=options)
         seconds[n] = time.perf_counter() - start
     per_target = (seconds[n_targets] - seconds[2]) / (n_targets - 2)
-    source = full.source.values
+    # run 0's G-set as the simulation chose it, with the method's default options
+    method, source = get_method("tailoredbench"), full.source.values
+    defaults = method.check_options({})
     start = time.perf_counter()
-    prepared = get_method("tailoredbench").prepare(source, [30], distance="manhattan")
-    g_set(source, 10, random_state=rng.stream((0, 0), rng.G_SET), points=prepared["points"])
+    prepared = method.prepare(source, [30], **defaults)
+    g_set(source, defaults["g_size"], distance=defaults["distance"], random_state=rng.stream((0, 0), rng.G_SET),
+          points=prepared["points"])  # fmt: skip
     g_set_seconds = time.perf_counter() - start
     return {
         "seconds_per_target": (seconds[2] + (all_targets - 2) * per_target) / all_targets,
