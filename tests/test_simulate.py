@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from conftest import synthetic_matrix
@@ -62,6 +63,23 @@ def test_tidy_results_and_summary_shape():
     assert list(sim.results.columns) == ["run", "budget", "method", "target", "true", "estimate"]
     assert len(sim.results) == 2 * 2 * 2 * 15
     assert len(sim.summary) == 4 and (sim.summary["runs"] == 2).all()
+
+
+def test_tidy_rows_follow_run_method_budget_target():
+    from tailoredbench.simulate import _tidy
+
+    models = ["m0", "m1", "m2"]
+    rows = {"a": np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]]), "b": np.array([[0.7, 0.8, 0.9], [1.0, 0.0, 0.5]])}
+    hardness = {"b": rows["b"] / 10}  # only "b" has a difficulty: "a"'s rows are NaN there
+    outputs = [(0, rows, {}, hardness), (1, {k: v[::-1] for k, v in rows.items()}, {}, hardness)]
+    table = _tidy(outputs, [10, 20], models, np.array([0.5, 0.6, 0.7]))
+    assert list(table.columns) == ["run", "budget", "method", "target", "true", "estimate", "difficulty"]
+    first = table.iloc[:6]
+    assert first["method"].tolist() == ["a"] * 6 and first["budget"].tolist() == [10] * 3 + [20] * 3
+    assert first["target"].tolist() == models * 2 and first["estimate"].tolist() == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    assert first["difficulty"].isna().all() and table.iloc[6:12]["difficulty"].tolist() == list(rows["b"].ravel() / 10)
+    assert table["run"].tolist() == [0] * 12 + [1] * 12 and table["true"].tolist() == [0.5, 0.6, 0.7] * 8
+    assert table["method"].dtype == table["target"].dtype == pd.Series(["x"]).dtype
 
 
 def test_same_numbers_whatever_the_number_of_worker_processes():
