@@ -122,6 +122,10 @@ def _check_schema(state, path: Path) -> None:
         isinstance(rule, dict) and rule.keys() == RULE_KEYS.keys() and all(map(fits, rule.values(), RULE_KEYS.values()))
     ):
         raise TailoredBenchError(f"{path}: its stopping rule is malformed; plan again")
+    if rule is not None and "precision" in state and not _rule_fits(rule, state):
+        raise TailoredBenchError(
+            f"{path}: its stopping rule was calibrated for other settings; plan again with --force"
+        )
     if state["benchmark"] not in BENCHMARKS:
         raise TailoredBenchError(f"{path}: unknown benchmark {state['benchmark']!r}")
 
@@ -341,23 +345,23 @@ def _sequential(state: dict, samples) -> dict:
 
 
 def _kept_rule(state: dict) -> StoppingRule:
-    """The stopping rule stored in the state, checked against the settings it must have been calibrated for."""
+    """The stopping rule stored in the state (:func:`_check_schema` has checked it)."""
     kept = state["rule"]
-    rule = StoppingRule(
+    return StoppingRule(
         tuple(kept["budgets"]),
         tuple(map(float, kept["q"])),
         *map(float, (kept["factor"], kept["precision"], kept["level"])),
     )
-    settings = (
-        round_budgets(state["g_size"], state["round_size"], state["max_budget"]),
-        state["precision"],
-        INTERVAL_LEVEL,
+
+
+def _rule_fits(rule: dict, state: dict) -> bool:
+    """Whether a stored rule was calibrated for the plan's rounds, precision and level."""
+    budgets = round_budgets(state["g_size"], state["round_size"], state["max_budget"])
+    return (
+        tuple(rule["budgets"]) == budgets
+        and len(rule["q"]) == len(budgets)
+        and (float(rule["precision"]), float(rule["level"])) == (state["precision"], INTERVAL_LEVEL)
     )
-    if (rule.budgets, rule.precision, rule.level) != settings or len(rule.q) != len(rule.budgets):
-        raise TailoredBenchError(
-            f"{STATE}: its stopping rule was calibrated for other settings; plan again with --force"
-        )
-    return rule
 
 
 def plan_round(

@@ -212,7 +212,9 @@ def test_rounds_keep_the_stopping_rule_they_calibrated(planned, arc, tmp_path, c
     assert main(["estimate", "--state", str(plan), "--samples", *map(str, files)]) == 0
 
     # a stored rule that does not fit the plan's settings, or is not a rule, is refused (checksum or not)
-    for rule, message in [({**state["rule"], "precision": 0.04}, "calibrated for other settings"),
-                          ({**state["rule"], "q": "0.1"}, "stopping rule is malformed")]:  # fmt: skip
+    # (each message names the file, folder included)
+    for rule, message in [({**state["rule"], "precision": 0.04}, "its stopping rule was calibrated for other"),
+                          ({**state["rule"], "q": "0.1"}, "its stopping rule is malformed")]:  # fmt: skip
         (plan / "state.json").write_text(json.dumps(_sealed({**state, "rule": rule})))
-        one_line_error(capsys, ["estimate", "--state", str(plan), "--samples", *map(str, files)], message)
+        estimate = ["estimate", "--state", str(plan), "--samples", *map(str, files)]
+        one_line_error(capsys, estimate, f"{plan.name}/state.json: {message}")
