@@ -300,6 +300,18 @@ def reproduce(
             os.environ[RUN_CACHE] = previous
 
 
+def _one_at_a_time(log):
+    """``log``, one message at a time: print writes a line and its end apart, so two
+    notebooks logging at once could run their lines together (a test saw it happen)."""
+    lock = threading.Lock()
+
+    def serial(message):
+        with lock:
+            log(message)
+
+    return serial
+
+
 def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_once: int) -> list[Path]:
     """Run the notebooks, ``at_once`` side by side, each into its staging folder.
 
@@ -309,6 +321,7 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_o
     began = time.perf_counter()
     waiting, running, outputs, failures = list(names), {}, {}, []
     interrupted = threading.Event()  # Ctrl-C: every running notebook stops at once
+    log = _one_at_a_time(log)  # notebooks side by side log from their own threads
 
     def next_ready():
         busy = set(waiting) | {job.name for job in running.values()}
