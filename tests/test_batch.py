@@ -114,7 +114,10 @@ def test_ctrl_c_interrupts_every_running_notebook_and_keeps_their_reports(notebo
         (out / name).mkdir(parents=True)
         (out / name / "mine.txt").write_text("keep")
     script = (
-        "import sys\n"
+        "import signal, sys\n"
+        # Ctrl-C as a terminal delivers it, even where the tests run in a shell's background
+        # job, which starts every process with SIGINT ignored
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from tailoredbench.batch import NotebookFailed, reproduce\n"
         "try:\n"
         f"    reproduce(['one', 'two', 'three'], parameters={{'seconds': 120.0}}, notebooks_dir={str(notebooks)!r},\n"
