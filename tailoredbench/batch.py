@@ -302,7 +302,8 @@ def reproduce(
 
 def _one_at_a_time(log):
     """``log``, one message at a time: print writes a line and its end apart, so two
-    notebooks logging at once could run their lines together (a test saw it happen)."""
+    notebooks logging at once could run their lines together (two threads printing
+    progress lines at once did, when tried)."""
     lock = threading.Lock()
 
     def serial(message):

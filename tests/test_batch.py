@@ -148,7 +148,6 @@ def test_ctrl_c_interrupts_every_running_notebook_and_keeps_their_reports(notebo
 
 def test_notebooks_logging_at_once_never_run_their_lines_together():
     # print writes a line, then its end: two threads printing at once can join their lines
-    # (seen once as a missed "1/3 code cells" in the Ctrl-C test below)
     written = []
 
     def like_print(message):
