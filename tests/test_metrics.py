@@ -25,7 +25,11 @@ def test_tau_b_is_nan_when_a_sample_is_constant_or_holds_a_nan():
     assert np.isnan(kendall_tau_b(np.array([0.1, np.nan, 0.3]), np.array([0.1, 0.2, 0.3])))
 
 
-def test_per_run_metrics_equal_a_groupby_over_runs():
+@pytest.mark.parametrize("limit", [500, 0])  # pairs counted, or scipy's tau above the limit
+def test_per_run_metrics_equal_a_groupby_over_runs(limit, monkeypatch):
+    from tailoredbench import metrics
+
+    monkeypatch.setattr(metrics, "PAIRWISE_LIMIT", limit)
     rng = np.random.default_rng(0)
     n = 3000
     results = pd.DataFrame(
