@@ -68,6 +68,7 @@ def k_medoids(
     weights=None,
     random_state=None,
     max_iter: int = 100,
+    same_row=None,
 ) -> KMedoidsResult:
     """K-Medoids (FasterPAM) on a precomputed distance matrix, some medoids held fixed.
 
@@ -86,6 +87,12 @@ def k_medoids(
         Seeds the random choice of the initial free medoids.
     max_iter : int, default 100
         Maximum number of passes over all points.
+    same_row : ndarray of shape (n,), optional
+        :func:`identical_rows` of ``D``, computed once for many calls on the same matrix.
+        A candidate whose row of ``D`` is bit for bit that of one already scored since
+        the last swap would score the same, so it is not scored again: the same
+        medoids, faster where many points are alike (on POPE's 8910 items, 1472 rows
+        differ).
 
     Returns
     -------
@@ -119,24 +126,32 @@ def k_medoids(
         raise TailoredBenchError(f"cannot choose {n_clusters} medoids ({len(fixed)} fixed) among {n} points")
     rng = generator(random_state)
     weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    medoids, n_swaps = _from_random_start(D, _NO_BITS, weights, fixed, n_clusters, rng, max_iter)
+    if same_row is not None:
+        same_row = np.asarray(same_row, dtype=np.int64)
+        if same_row.shape != (n,) or (n and (same_row.min() < 0 or same_row.max() >= n)):
+            raise TailoredBenchError(f"same_row must hold {n} point indices, as identical_rows(D) returns")
+    medoids, n_swaps = _from_random_start(D, _NO_BITS, weights, fixed, n_clusters, rng, max_iter, same_row)
     labels, nearest = assign(D[medoids])
     return KMedoidsResult(medoids, labels, float(nearest @ weights), n_swaps)
 
 
-def _from_random_start(D, packed, weights, fixed, n_clusters: int, rng, max_iter: int) -> tuple[np.ndarray, int]:
+def _from_random_start(
+    D, packed, weights, fixed, n_clusters: int, rng, max_iter: int, same_row=None
+) -> tuple[np.ndarray, int]:
     """FasterPAM from free medoids drawn with probability proportional to ``weights``.
 
     The distances are ``D``, or, when it is empty, computed from ``packed`` (see
-    :attr:`BinaryPoints.packed`). Returns the medoids (fixed first) and the number of swaps.
+    :attr:`BinaryPoints.packed`). ``same_row`` is :func:`identical_rows` of ``D`` (None:
+    every row its own). Returns the medoids (fixed first) and the number of swaps.
     """
+    same_row = np.arange(len(weights), dtype=np.int64) if same_row is None else same_row
     free_pool = _others(len(weights), fixed)
     n_free = n_clusters - len(fixed)
     start = (
         rng.choice(free_pool, n_free, replace=False, p=weights[free_pool] / weights[free_pool].sum()) if n_free else []
     )
     medoids = np.concatenate([fixed, np.sort(start)]).astype(np.int64)
-    n_swaps = _fasterpam(D, *packed, weights, medoids, len(fixed), max_iter) if n_free else 0
+    n_swaps = _fasterpam(D, *packed, weights, medoids, len(fixed), max_iter, same_row) if n_free else 0
     return medoids, int(n_swaps)
 
 
@@ -355,6 +370,61 @@ def _clara(points: BinaryPoints, weights, k: int, fixed_patterns, rng, max_iter:
     return best, n_swaps
 
 
+def identical_rows(D: np.ndarray) -> np.ndarray:
+    """Each row's first row with the same bits (itself if none): the ``same_row`` of :func:`k_medoids`.
+
+    Examples
+    --------
+    >>> identical_rows(np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])).tolist()
+    [0, 1, 0]
+    """
+    D = np.ascontiguousarray(D, dtype=np.float64)
+    if D.ndim != 2:
+        raise TailoredBenchError(f"distance matrix must be two-dimensional, got shape {D.shape}")
+    bits = D.view(np.uint64)
+    hashes = _row_hashes(bits)
+    return _first_equal(bits, np.argsort(hashes, kind="stable"), hashes)
+
+
+@numba.njit(cache=True, nogil=True)
+def _row_hashes(bits):
+    # Each 64-bit word mixed in by a multiply and a shift down (a float's differing bits are
+    # often only high ones, which a multiply alone would push out).
+    out = np.empty(bits.shape[0], dtype=np.uint64)
+    for i in range(bits.shape[0]):
+        h = np.uint64(0)
+        for j in range(bits.shape[1]):
+            h = (h ^ bits[i, j]) * np.uint64(0xFF51AFD7ED558CCD)
+            h ^= h >> np.uint64(33)
+        out[i] = h
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_equal(bits, order, hashes):
+    # Rows in hash order (by index within a hash): each is compared with the rows of its
+    # hash that were first of their bits, lowest index first.
+    first = np.arange(bits.shape[0])
+    heads = np.empty(bits.shape[0], dtype=np.int64)
+    n_heads = 0
+    for i in order:
+        if n_heads and hashes[i] != hashes[heads[0]]:
+            n_heads = 0
+        for h in heads[:n_heads]:
+            same = True
+            for j in range(bits.shape[1]):
+                if bits[i, j] != bits[h, j]:
+                    same = False
+                    break
+            if same:
+                first[i] = h
+                break
+        else:
+            heads[n_heads] = i
+            n_heads += 1
+    return first
+
+
 def assign(medoid_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each point's nearest medoid (first on ties) and its distance, from the medoids' rows."""
     return _first_least(np.ascontiguousarray(medoid_rows, dtype=np.float64))
@@ -538,7 +608,7 @@ def _score(o, d, w, near, dn, ds, delta):
 
 
 @numba.njit(cache=True, nogil=True)
-def _fasterpam(D, words, masks, units, table, root, w, medoids, n_fixed, max_iter):
+def _fasterpam(D, words, masks, units, table, root, w, medoids, n_fixed, max_iter, same_row):
     n = w.shape[0]
     k = medoids.shape[0]
     kept = D.shape[0] > 0
@@ -572,12 +642,16 @@ def _fasterpam(D, words, masks, units, table, root, w, medoids, n_fixed, max_ite
     full = n - n % 64
     n_swaps = 0
     since_swap = 0
+    # scored[r]: the swap count when a candidate with row r was last scored (and not
+    # swapped in). Only a swap changes what a score reads, so a row scored since then
+    # would score the same again.
+    scored = np.full(n, -1, dtype=np.int64)
     x = 0
     for _ in range(max_iter * n):
         if since_swap >= n:
             break
         since_swap += 1
-        if not is_medoid[x]:
+        if not is_medoid[x] and scored[same_row[x]] != n_swaps:
             shared = 0.0
             for p in range(k):
                 delta[p] = removal[p]
@@ -628,6 +702,8 @@ def _fasterpam(D, words, masks, units, table, root, w, medoids, n_fixed, max_ite
                     removal[p] = 0.0
                 for o in range(n):
                     removal[near[o]] += w[o] * (ds[o] - dn[o])
+            else:
+                scored[same_row[x]] = n_swaps
         x += 1
         if x == n:
             x = 0

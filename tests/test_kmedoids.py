@@ -8,7 +8,7 @@ from scipy.spatial.distance import cdist
 
 from tailoredbench.distances import DISTANCES, binary_distances, standardize, weighted_hamming
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.kmedoids import binary_points, k_medoids, k_medoids_binary
+from tailoredbench.kmedoids import binary_points, identical_rows, k_medoids, k_medoids_binary
 
 
 def cost(D, medoids):
@@ -249,3 +249,33 @@ def test_more_points_than_one_mask_reach_a_swap_local_optimum(seed):
             trial = result.medoids.copy()
             trial[p] = x
             assert D[trial].min(axis=0) @ w >= result.cost - 1e-9
+
+
+def test_identical_rows_match_bit_for_bit():
+    D = np.array([[0.0, 1.0, 2.0], [0.0, 1.0, 2.0], [0.0, 1.0, np.nextafter(2.0, 3.0)], [-0.0, 1.0, 2.0]])
+    # the third row differs in its last bit and the fourth in a sign bit: each stays its own
+    assert identical_rows(D).tolist() == [0, 0, 2, 3]
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, 3, size=(500, 4)).astype(float)
+    first = {}
+    assert identical_rows(rows).tolist() == [first.setdefault(r.tobytes(), i) for i, r in enumerate(rows)]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_same_row_skips_without_changing_the_medoids(seed):
+    # 300 points on 12 sites: a candidate on the site of one already scored since the last
+    # swap is skipped; every result is the one the full scan gives
+    rng = np.random.default_rng(seed)
+    sites = rng.normal(size=(12, 2))
+    X = sites[rng.integers(0, 12, size=300)]
+    D = cdist(X, X, "cityblock")
+    same_row = identical_rows(D)
+    assert len(set(same_row.tolist())) == 12
+    w = rng.integers(1, 4, size=300).astype(float)
+    for k, fixed in [(5, ()), (8, (3,))]:
+        full = k_medoids(D, k, fixed=fixed, weights=w, random_state=seed)
+        fast = k_medoids(D, k, fixed=fixed, weights=w, random_state=seed, same_row=same_row)
+        assert fast.medoids.tolist() == full.medoids.tolist() and fast.n_swaps == full.n_swaps
+        assert fast.labels.tolist() == full.labels.tolist() and fast.cost == full.cost
+    with pytest.raises(TailoredBenchError, match="identical_rows"):
+        k_medoids(D, 5, same_row=same_row[:-1])
