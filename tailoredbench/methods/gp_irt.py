@@ -163,11 +163,10 @@ def anchors(model: IRTModel, budget: int, random_state) -> tuple[np.ndarray, np.
     sizes = np.bincount(kmeans.labels_, minlength=budget)
     distance = ((features[:, None, :] - kmeans.cluster_centers_[None, :, :]) ** 2).sum(axis=2)
     chosen = np.empty(budget, dtype=np.int64)
-    taken = np.zeros(len(features), dtype=bool)
     for c in np.argsort(-sizes, kind="stable"):  # distinct anchors; big clusters choose first
-        order = np.argsort(distance[:, c], kind="stable")
-        chosen[c] = order[~taken[order]][0]
-        taken[chosen[c]] = True
+        # the nearest item not yet an anchor, the first on ties (argmin's rule)
+        chosen[c] = np.argmin(distance[:, c])
+        distance[chosen[c], :] = np.inf
     return chosen, sizes / len(features)
 
 
