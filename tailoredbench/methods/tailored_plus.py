@@ -134,8 +134,9 @@ def components(
     True
     """
     X = source[:, probe.items]
-    disagreements = np.abs(X - results).sum(axis=1)
-    weights = agreement_weights(disagreements, BANDWIDTH * X.shape[1])
+    if {"local_regression", "neighbours", "soft_calibration"} & set(names):  # the estimates that weigh sources
+        disagreements = np.abs(X - results).sum(axis=1)
+        weights = agreement_weights(disagreements, BANDWIDTH * X.shape[1])
     parts = {}
     if "calibrated" in names:
         parts["calibrated"] = calibrated_estimate(native_mean, probe, results)
