@@ -5,12 +5,18 @@ from __future__ import annotations
 import numba
 import numpy as np
 import pandas as pd
-from scipy.stats import kendalltau
 
 #: What a summary row is per: a simulation's method and budget (the sequential mode has no fixed budget).
 KEYS = ("method", "budget")
 #: Up to this many targets a run's tau counts pairs (:func:`kendall_tau_b`); above, scipy's O(n log n) is faster.
 PAIRWISE_LIMIT = 500
+
+
+def _scipy_tau(x, y) -> float:
+    # Imported here: scipy.stats takes half a second to import, in every process that imports this module.
+    from scipy.stats import kendalltau
+
+    return kendalltau(x, y).statistic
 
 
 def per_run_metrics(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
@@ -30,7 +36,7 @@ def per_run_metrics(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
     rows, start = [], 0
     for label, end in zip(labels, ends, strict=True):
         x, y = true[start:end], estimate[start:end]
-        tau = kendall_tau_b(x, y) if end - start <= PAIRWISE_LIMIT else kendalltau(x, y).statistic
+        tau = kendall_tau_b(x, y) if end - start <= PAIRWISE_LIMIT else _scipy_tau(x, y)
         rows.append(
             {
                 **label,
