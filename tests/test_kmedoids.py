@@ -188,6 +188,33 @@ def test_distances_computed_as_needed_give_the_kept_distances_medoids(monkeypatc
     assert np.isclose(a.cost, b.cost)
 
 
+@pytest.mark.parametrize("columns", [1, 3, 33, 70])  # empty weight groups, one word, two
+@pytest.mark.parametrize("metric", ["manhattan", "euclidean"])
+def test_the_bounds_in_ticks_leave_open_every_point_nearer_than_its_limit(monkeypatch, metric, columns):
+    # A point the bound leaves unflagged is skipped by FasterPAM: it must be at least ds away.
+    from tailoredbench import kmedoids
+
+    rng = np.random.default_rng(columns)
+    share = rng.uniform(0.005, 0.995, columns)  # weights 1/std from about 2 to 14
+    X = (rng.random((300, columns)) < share).astype(float)
+    monkeypatch.setattr(kmedoids, "DENSE_LIMIT", 0)
+    points = binary_points(X, metric)
+    n = points.n_patterns
+    D = points.between(np.arange(n))  # as FasterPAM computes them
+    limit, columns, counts = (np.empty(n, dtype=np.int64) for _ in range(3))
+    flags = np.zeros(-(-n // 8) * 8, dtype=np.uint8)
+    least = int(points.ticks[points.ticks > 0].min())
+    for x in range(0, n, 5):
+        # each point's limit at its distance (nothing to flag), just beyond (everything), and another's
+        for ds in (D[x], D[x] + 1e-7, D[(x + 1) % n]):
+            kmedoids._limits(points.root, ds, points.scale, least, limit, columns)
+            kmedoids._open(points.words, x, columns, flags, counts)
+            nearer = np.flatnonzero(D[x] < ds)
+            assert flags[nearer].all()
+            assert all(kmedoids._bound(points.words, points.masks, points.ticks, x, o) < limit[o] for o in nearer)
+    assert kmedoids.TICKS - 1 <= points.ticks.max() <= kmedoids.TICKS and points.ticks.dtype == np.uint32
+
+
 def test_streamed_distances_on_up_to_64_columns(monkeypatch):
     from tailoredbench import kmedoids
 
