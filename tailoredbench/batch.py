@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -61,6 +62,12 @@ AFTER = {name: BENCHMARK_NOTEBOOKS for name in ("main_table", "beyond", *STUDY_N
 #: on two workers (its ``jobs``). On two cores, two side by side kept the cores 95% busy instead
 #: of 84% but took as long: four workers on two cores cost as much as the idle time they filled.
 AT_ONCE = max(1, joblib.cpu_count() // 2)
+
+#: Seconds that notebooks have to stop after Ctrl-C before their kernels are killed. A kernel
+#: ignores an interrupt that reaches it while it starts a cell (before its handler is set),
+#: and one inside its own machinery can leave it alive but deaf; either would keep
+#: ``reproduce`` waiting, up to forever. A second Ctrl-C kills them at once.
+KILL_AFTER = 10.0
 
 _BENCHMARK_QUICK = {"runs": 2, "jobs": 2}
 _STUDY_QUICK = {"benchmarks": ["gsm8k"], "runs": 2}
@@ -317,11 +324,13 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_o
     """Run the notebooks, ``at_once`` side by side, each into its staging folder.
 
     A notebook starts once the notebooks it waits for (:data:`AFTER`) have finished. After a
-    failure or Ctrl-C no notebook starts; those running finish, or on Ctrl-C are interrupted.
+    failure or Ctrl-C no notebook starts; those running finish, or on Ctrl-C are interrupted,
+    and killed if still running :data:`KILL_AFTER` seconds later (or at a second Ctrl-C).
     """
     began = time.perf_counter()
     waiting, running, outputs, failures = list(names), {}, {}, []
     interrupted = threading.Event()  # Ctrl-C: every running notebook stops at once
+    kill_at = None  # after Ctrl-C: when kernels still running are killed
     log = _one_at_a_time(log)  # notebooks side by side log from their own threads
 
     def next_ready():
@@ -346,10 +355,19 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_o
             if not running:
                 break
             try:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                left = None if kill_at is None else max(0.0, kill_at - time.monotonic())
+                finished, _ = wait(running, timeout=left, return_when=FIRST_COMPLETED)
             except KeyboardInterrupt:
-                interrupt()
+                if not interrupted.is_set():
+                    interrupt()
+                    kill_at = time.monotonic() + KILL_AFTER
+                elif kill_at is not None:
+                    kill_at = time.monotonic()
                 continue
+            if kill_at is not None and time.monotonic() >= kill_at:
+                for job in running.values():
+                    job.kill()  # the client notices a dead kernel within seconds, and fails the run
+                kill_at = None  # then wait for them as long as that takes
             for future in finished:
                 job = running.pop(future)
                 try:
@@ -385,11 +403,24 @@ class _Notebook:
 
     def interrupt(self) -> None:
         """Ctrl-C for the kernel's running cell, as Jupyter's interrupt button sends it."""
+        self._signal(None)
+
+    def kill(self) -> None:
+        """Stop the kernel and the workers it started (its process group)."""
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, signum) -> None:
         from jupyter_core.utils import run_sync
 
         kernel = self.kernel
-        if kernel is not None and kernel.has_kernel:
-            run_sync(kernel.interrupt_kernel)()
+        try:
+            if kernel is not None and kernel.has_kernel:
+                if signum is None:
+                    run_sync(kernel.interrupt_kernel)()
+                else:
+                    run_sync(kernel.signal_kernel)(signum)
+        except RuntimeError:  # the kernel ended in between: nothing left to stop
+            pass
 
     def _before_cell(self, **_) -> None:
         if self.interrupted.is_set():  # Ctrl-C while the kernel was starting
@@ -439,7 +470,10 @@ class _Notebook:
             shutil.rmtree(failed, ignore_errors=True)
             stage.rename(failed)
             kept = f"{_shown(final)} is unchanged" if final.exists() else f"{_shown(final)} was not written"
-            reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+            if self.interrupted.is_set():  # whatever the kernel said as it stopped (or died)
+                reason = "KeyboardInterrupt"
+            else:
+                reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
             raise NotebookFailed(f"{name} failed ({reason}); {kept}; the failed run is in {_shown(failed)}") from None
         finally:
             shutil.rmtree(sockets, ignore_errors=True)

@@ -107,43 +107,77 @@ def test_after_a_failure_running_notebooks_finish_and_no_other_starts(notebooks,
     assert not (out / "three").exists()
 
 
+def _interrupted_run(notebooks, out, log, *, kill_after=None):
+    """Run one, two and three two at a time in a child process, Ctrl-C it once one and two have
+    run their parameters cell, and return its exit status, its output and the seconds it took
+    to stop. The child writes to a file, not a pipe: its kernels hold what it writes to, and
+    a pipe would stay open as long as they live. Whatever happens, nothing is left running."""
+    script = (
+        "import signal, sys\n"
+        # Ctrl-C as a terminal delivers it, even where the tests run in a shell's background
+        # job, which starts every process with SIGINT ignored
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "from tailoredbench import batch\n"
+        + (f"batch.KILL_AFTER = {kill_after}\n" if kill_after is not None else "")
+        + "try:\n"
+        "    batch.reproduce(['one', 'two', 'three'], parameters={'seconds': 120.0}, force=True, at_once=2,\n"
+        f"                    notebooks_dir={str(notebooks)!r}, output_dir={str(out)!r},\n"
+        "                    log=lambda m: print(m, flush=True))\n"
+        "except batch.NotebookFailed as err:\n"
+        "    print('FAILED', err, flush=True)\n"
+        "    sys.exit(1)\n"
+    )
+    with open(log, "w") as written:
+        child = subprocess.Popen([sys.executable, "-c", script], stdout=written, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        started = set()
+        # each notebook has run its parameters cell and starts the next: an interrupt may
+        # reach its kernel before the kernel can take it
+        while started != {"one", "two"}:
+            assert child.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+            started = {line.split(":")[0] for line in log.read_text().splitlines() if "1/3 code cells" in line}
+        began = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        status = child.wait(timeout=60)
+        return status, log.read_text(), time.monotonic() - began
+    finally:
+        if child.poll() is None:  # its kernels stop within a second of it (they watch their parent)
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+
+
 @pytest.mark.notebook
 def test_ctrl_c_interrupts_every_running_notebook_and_keeps_their_reports(notebooks, tmp_path):
     out = tmp_path / "reports"
     for name in ("one", "two"):
         (out / name).mkdir(parents=True)
         (out / name / "mine.txt").write_text("keep")
-    script = (
-        "import signal, sys\n"
-        # Ctrl-C as a terminal delivers it, even where the tests run in a shell's background
-        # job, which starts every process with SIGINT ignored
-        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-        "from tailoredbench.batch import NotebookFailed, reproduce\n"
-        "try:\n"
-        f"    reproduce(['one', 'two', 'three'], parameters={{'seconds': 120.0}}, notebooks_dir={str(notebooks)!r},\n"
-        f"              output_dir={str(out)!r}, force=True, at_once=2, log=lambda m: print(m, flush=True))\n"
-        "except NotebookFailed as err:\n"
-        "    print('FAILED', err, flush=True)\n"
-        "    sys.exit(1)\n"
-    )
-    with subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) as child:
-        started = set()
-        for line in child.stdout:  # each notebook has run its parameters cell and sleeps in the next
-            if "1/3 code cells" in line:
-                started.add(line.split(":")[0])
-            if started == {"one", "two"}:
-                break
-        began = time.monotonic()
-        child.send_signal(signal.SIGINT)
-        rest = child.stdout.read()
-        assert child.wait(timeout=60) == 1
-    assert time.monotonic() - began < 30  # interrupted, not slept out
-    assert "one failed (KeyboardInterrupt" in rest and "two failed (KeyboardInterrupt" in rest
-    assert "not started: three" in rest
+    status, written, seconds = _interrupted_run(notebooks, out, tmp_path / "log.txt")
+    assert status == 1, written
+    # interrupted, not slept out: at once, or killed after KILL_AFTER where the interrupt came too soon
+    assert seconds < batch.KILL_AFTER + 15
+    assert "one failed (KeyboardInterrupt" in written and "two failed (KeyboardInterrupt" in written
+    assert "not started: three" in written
     for name in ("one", "two"):
         assert (out / name / "mine.txt").read_text() == "keep"
         assert (out / f".{name}.failed" / f"{name}.ipynb").is_file()
     assert not (out / "three").exists()
+
+
+@pytest.mark.notebook
+def test_a_kernel_deaf_to_ctrl_c_is_killed_and_the_run_stops(notebooks, tmp_path):
+    deaf = nbformat.read(notebooks / "two.ipynb", as_version=4)
+    deaf.cells[1].source = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + deaf.cells[1].source
+    nbformat.write(deaf, notebooks / "two.ipynb")
+    out = tmp_path / "reports"
+    status, written, seconds = _interrupted_run(notebooks, out, tmp_path / "log.txt", kill_after=2.0)
+    assert status == 1, written
+    assert seconds < 20  # not the 120 s it sleeps
+    assert "two failed (KeyboardInterrupt" in written and "not started: three" in written
+    assert (out / ".two.failed" / "two.ipynb").is_file()
+    assert not (out / "two").exists()
 
 
 def test_notebooks_logging_at_once_never_run_their_lines_together():
