@@ -12,14 +12,15 @@ TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: test reproduce quick lab bench lint clean
 
-$(STAMP): pyproject.toml
+# constraints.txt: the exact versions the committed reports were made with
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
 	touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[test,dask]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test,dask]"
 	touch $@
 
 test: $(TEST_STAMP)
@@ -33,7 +34,7 @@ quick: $(STAMP)
 	$(BIN)/tailoredbench reproduce --quick
 
 $(VENV)/.lab: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[lab]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[lab]"
 	touch $@
 
 lab: $(VENV)/.lab

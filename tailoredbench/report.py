@@ -13,7 +13,7 @@ import pandas as pd
 from . import atomic
 from .methods import get_method
 from .metrics import per_run_metrics
-from .provenance import code_is_current, file_at, git_commit, jsonable, write_metrics
+from .provenance import code_is_current, environment, file_at, git_commit, jsonable, write_metrics
 from .tables import write_table, write_tables
 
 
@@ -187,6 +187,7 @@ def write_study(directory, tables: Mapping[str, pd.DataFrame], *, parameters: di
         "parameters": parameters,
         "findings": list(findings),
         "git_commit": git_commit(),
+        "environment": environment(),
         "tables": {name: json.loads(t.to_json(orient="records")) for name, t in tables.items()},
         **extra,
     }

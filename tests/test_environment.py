@@ -22,3 +22,51 @@ def test_environment_yml_matches_pyproject():
         if match and not match.group(1).startswith(("python=", "pip", "-e")):
             conda.add(match.group(1))
     assert {_normalise(d) for d in declared} == {_normalise(d) for d in conda}
+
+
+def _pins() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return pins
+
+
+def test_constraints_pin_every_installed_dependency_within_its_range():
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = _pins()
+    # what `make reproduce` and `make test` install: the package and its test and dask extras
+    for declared in (
+        *project["dependencies"],
+        *project["optional-dependencies"]["test"],
+        *project["optional-dependencies"]["dask"],
+    ):
+        requirement = Requirement(declared)
+        name = re.sub(r"[-_.]+", "-", requirement.name).lower()
+        assert name in pins, f"{name} is not pinned in constraints.txt"
+        assert requirement.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} is not {declared}"
+
+
+def test_make_installs_with_the_constraints():
+    makefile = (ROOT / "Makefile").read_text()
+    installs = [line for line in makefile.splitlines() if "pip install" in line and "-e " in line]
+    assert installs and all("-c constraints.txt" in line for line in installs)
+
+
+def test_a_report_records_the_versions_it_was_computed_with(tmp_path):
+    import json
+
+    import numpy as np
+    import pandas as pd
+    import scipy
+    import sklearn
+
+    from tailoredbench.report import write_study
+
+    write_study(tmp_path, {"t": pd.DataFrame({"a": [1]})}, parameters={}, findings=[])
+    recorded = json.loads((tmp_path / "metrics.json").read_text())["environment"]
+    assert recorded["numpy"] == np.__version__ and recorded["scipy"] == scipy.__version__
+    assert recorded["scikit-learn"] == sklearn.__version__
