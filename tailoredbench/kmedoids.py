@@ -42,8 +42,9 @@ from .rng import generator
 
 #: Column groups by weight, for the bound on a distance (one popcount each).
 GROUPS = 4
-#: The largest group weight in integer ticks: below 2**32, so that ticks times a popcount
-#: is a 32-bit multiply, and fine enough that rounding loosens a bound by a negligible amount.
+#: The largest column weight in integer ticks: fine enough that rounding down loosens a bound
+#: by a negligible amount, small enough that a bound (at most TICKS times the columns) fits
+#: in 64 bits.
 TICKS = 2**31
 # No packed rows: the distances are all kept (words, masks, ticks, scale, table, root).
 _NO_BITS = (
@@ -520,7 +521,8 @@ def _open(words, x, columns, flags, counts):
 @numba.njit(cache=True, nogil=True, inline="always")
 def _bound(words, masks, ticks, x, o):
     # Each weight group's smallest weight (in ticks) times the group's differing columns:
-    # at most the distance. Ticks below 2**32, counts at most 64: 32-bit multiplies suffice.
+    # at most the distance. One branch per flagged point, not per point: only the points the
+    # coarse count left open come here.
     b = 0
     for j in range(words.shape[0]):
         v = words[j, x] ^ words[j, o]
@@ -684,8 +686,9 @@ def _fasterpam(D, words, masks, ticks, scale, table, root, w, medoids, n_fixed, 
                         shared += _score(o, row[o], w, near, dn, ds, delta)
             else:
                 _open(words, x, columns, flags, counts)
-                # most points are settled by the bound, without the distance: 8 flags to a word,
-                # gathered to 8 bits and visited by their trailing zeros (no branch per point)
+                # the coarse count settled most points; the flagged ones (8 flags to a word,
+                # gathered to 8 bits, visited by their trailing zeros) meet the group bound,
+                # and only those it leaves open are measured
                 for block in range(flag_words.shape[0]):
                     if not flag_words[block]:  # most blocks of 8: no flag to gather
                         continue
