@@ -107,11 +107,12 @@ def test_after_a_failure_running_notebooks_finish_and_no_other_starts(notebooks,
     assert not (out / "three").exists()
 
 
-def _interrupted_run(notebooks, out, log, *, kill_after=None):
-    """Run one, two and three two at a time in a child process, Ctrl-C it once one and two have
-    run their parameters cell, and return its exit status, its output and the seconds it took
-    to stop. The child writes to a file, not a pipe: its kernels hold what it writes to, and
-    a pipe would stay open as long as they live. Whatever happens, nothing is left running."""
+def _interrupted_run(notebooks, out, log, *, kill_after=None, presses=1):
+    """Run one, two and three two at a time in a child process, Ctrl-C it (``presses`` times, a
+    second apart) once one and two have run their parameters cell, and return its exit status,
+    its output and the seconds it took to stop. The child writes to a file, not a pipe: its
+    kernels hold what it writes to, and a pipe would stay open as long as they live. Whatever
+    happens, nothing is left running."""
     script = (
         "import signal, sys\n"
         # Ctrl-C as a terminal delivers it, even where the tests run in a shell's background
@@ -140,6 +141,9 @@ def _interrupted_run(notebooks, out, log, *, kill_after=None):
             started = {line.split(":")[0] for line in log.read_text().splitlines() if "1/3 code cells" in line}
         began = time.monotonic()
         child.send_signal(signal.SIGINT)
+        for _ in range(presses - 1):
+            time.sleep(1.0)
+            child.send_signal(signal.SIGINT)
         status = child.wait(timeout=60)
         return status, log.read_text(), time.monotonic() - began
     finally:
@@ -167,14 +171,21 @@ def test_ctrl_c_interrupts_every_running_notebook_and_keeps_their_reports(notebo
 
 
 @pytest.mark.notebook
-def test_a_kernel_deaf_to_ctrl_c_is_killed_and_the_run_stops(notebooks, tmp_path):
+@pytest.mark.parametrize(
+    ("kill_after", "presses", "within"),
+    [(2.0, 1, 20.0), (60.0, 2, 30.0)],  # killed after kill_after, or at once at a second Ctrl-C
+    ids=["after-a-while", "at-a-second-ctrl-c"],
+)
+def test_a_kernel_deaf_to_ctrl_c_is_killed_and_the_run_stops(notebooks, tmp_path, kill_after, presses, within):
     deaf = nbformat.read(notebooks / "two.ipynb", as_version=4)
     deaf.cells[1].source = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + deaf.cells[1].source
     nbformat.write(deaf, notebooks / "two.ipynb")
     out = tmp_path / "reports"
-    status, written, seconds = _interrupted_run(notebooks, out, tmp_path / "log.txt", kill_after=2.0)
+    status, written, seconds = _interrupted_run(
+        notebooks, out, tmp_path / "log.txt", kill_after=kill_after, presses=presses
+    )
     assert status == 1, written
-    assert seconds < 20  # not the 120 s it sleeps
+    assert seconds < within  # not the 120 s it sleeps, nor kill_after
     assert "two failed (KeyboardInterrupt" in written and "not started: three" in written
     assert (out / ".two.failed" / "two.ipynb").is_file()
     assert not (out / "two").exists()
