@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import platform
 import subprocess
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pandas as pd
 
 from . import atomic
 from ._version import __version__
+from .environment import versions
 from .errors import TailoredBenchError
 
 #: The checkout this package runs from (git commands take their paths relative to it).
@@ -62,18 +62,6 @@ def file_at(commit: str, relative: str) -> str:
     return shown.stdout
 
 
-#: The libraries whose rounding the numbers depend on: a report records their versions
-#: (constraints.txt pins them for ``make reproduce``).
-NUMERIC_LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "numba")
-
-
-def environment() -> dict:
-    """The Python and numeric library versions this process computes with."""
-    from importlib.metadata import version
-
-    return {"python": platform.python_version(), **{name: version(name) for name in NUMERIC_LIBRARIES}}
-
-
 def write_metrics(path: str | Path, *, parameters: dict, benchmark: dict, summary: pd.DataFrame, **extra) -> dict:
     """``metrics.json``: parameters, data provenance, code version and summary figures."""
     record = {
@@ -81,7 +69,7 @@ def write_metrics(path: str | Path, *, parameters: dict, benchmark: dict, summar
         "benchmark": benchmark,
         "package_version": __version__,
         "git_commit": git_commit(),
-        "environment": environment(),
+        "environment": versions(),
         "summary": json.loads(summary.to_json(orient="records")),
         **extra,
     }

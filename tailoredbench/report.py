@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 
 from . import atomic
+from .environment import versions
 from .methods import get_method
 from .metrics import per_run_metrics
-from .provenance import code_is_current, environment, file_at, git_commit, jsonable, write_metrics
+from .provenance import code_is_current, file_at, git_commit, jsonable, write_metrics
 from .tables import write_table, write_tables
 
 
@@ -187,7 +188,7 @@ def write_study(directory, tables: Mapping[str, pd.DataFrame], *, parameters: di
         "parameters": parameters,
         "findings": list(findings),
         "git_commit": git_commit(),
-        "environment": environment(),
+        "environment": versions(),
         "tables": {name: json.loads(t.to_json(orient="records")) for name, t in tables.items()},
         **extra,
     }

@@ -7,8 +7,8 @@ on the same growing probes, ``beyond`` repeats the benchmark notebooks' gp-IRT r
 a rerun repeats every run. When ``$TAILOREDBENCH_RUN_CACHE`` names a folder, each run's
 chosen items are stored there, keyed by a sha256 of
 
-* the code: every module of this package, and the versions of Python, numpy, scipy,
-  numba and scikit-learn;
+* the code: every module of this package, and the versions of Python, the machine, numpy,
+  scipy, numba, scikit-learn and pandas;
 * the data: the source models' results and the targets' (as the oracle holds them);
 * the parameters: the run's random key and every option that shapes the probe.
 
@@ -26,17 +26,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import platform
 import warnings
 from collections.abc import Mapping
-from importlib import metadata
 from pathlib import Path
 
-import numba
 import numpy as np
-import scipy
 
 from .datasets.files import load_cached, store_cached
+from .environment import versions
 from .errors import CacheWarning
 
 #: The environment variable naming the cache's folder.
@@ -57,18 +54,9 @@ def folder() -> Path | None:
 
 @functools.cache
 def code_digest() -> str:
-    """A sha256 of every module of the package (by path and contents), and of the versions of the
-    Python, numpy (with its BLAS), scipy and numba that compute the distances and medoids, and of
-    the scikit-learn whose KMeans chooses gp-IRT's anchors."""
-    versions = (
-        platform.python_version(),
-        platform.machine(),
-        np.__version__,
-        scipy.__version__,
-        numba.__version__,
-        metadata.version("scikit-learn"),  # without importing it
-    )
-    digest = hashlib.sha256(repr(versions).encode())
+    """A sha256 of every module of the package (by path and contents), and of the Python, machine
+    and numeric library versions that compute the probes (:func:`tailoredbench.environment.versions`)."""
+    digest = hashlib.sha256(repr(sorted(versions().items())).encode())
     for path in sorted(PACKAGE.rglob("*.py")):
         digest.update(path.relative_to(PACKAGE).as_posix().encode())
         digest.update(path.read_bytes())

@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tailoredbench"
 
 #: Each module's layer, lowest first; a module may import from its own layer or any below.
 LAYERS = {
-    "foundation": ["errors", "_version", "paper", "rng", "atomic"],
+    "foundation": ["errors", "_version", "paper", "rng", "atomic", "environment"],
     "data": ["datasets", "families"],
     "core": ["distances", "kmedoids", "tailored", "conformal", "oracle", "metrics", "run_cache"],
     "methods": ["methods"],

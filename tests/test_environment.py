@@ -69,4 +69,4 @@ def test_a_report_records_the_versions_it_was_computed_with(tmp_path):
     write_study(tmp_path, {"t": pd.DataFrame({"a": [1]})}, parameters={}, findings=[])
     recorded = json.loads((tmp_path / "metrics.json").read_text())["environment"]
     assert recorded["numpy"] == np.__version__ and recorded["scipy"] == scipy.__version__
-    assert recorded["scikit-learn"] == sklearn.__version__
+    assert recorded["scikit-learn"] == sklearn.__version__ and recorded["machine"]
