@@ -25,16 +25,19 @@ def test_environment_yml_matches_pyproject():
 
 
 def _pins() -> dict[str, str]:
+    from packaging.utils import canonicalize_name
+
     pins = {}
     for line in (ROOT / "constraints.txt").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             name, version = line.split("==")
-            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+            pins[canonicalize_name(name)] = version
     return pins
 
 
 def test_constraints_pin_every_installed_dependency_within_its_range():
     from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     pins = _pins()
@@ -45,7 +48,7 @@ def test_constraints_pin_every_installed_dependency_within_its_range():
         *project["optional-dependencies"]["dask"],
     ):
         requirement = Requirement(declared)
-        name = re.sub(r"[-_.]+", "-", requirement.name).lower()
+        name = canonicalize_name(requirement.name)
         assert name in pins, f"{name} is not pinned in constraints.txt"
         assert requirement.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} is not {declared}"
 
