@@ -107,11 +107,27 @@ def binary_distances(X: np.ndarray, metric: str = "manhattan", rows: np.ndarray 
     """
     X = np.asarray(X, dtype=np.float64)
     R = X if rows is None else np.asarray(rows, dtype=np.float64)
-    mean, std = column_scale(X)
+    return scaled_distances(R, *column_scale(X), metric)
+
+
+def column_weights(std: np.ndarray, metric: str) -> np.ndarray:
+    """What a differing column adds to a sum-over-columns distance once z-scored: ``1 / std``
+    (Manhattan) or ``1 / std**2`` (Euclidean, before the square root)."""
+    return 1.0 / std if metric == "manhattan" else 1.0 / std**2
+
+
+def scaled_distances(
+    R: np.ndarray, mean: np.ndarray, std: np.ndarray, metric: str, B: np.ndarray | None = None
+) -> np.ndarray:
+    """Distances between the 0/1 rows of ``R`` (or from them to those of ``B``), z-scored by ``mean`` and ``std``.
+
+    ``B`` is for the distances that are sums over columns (Manhattan, Euclidean) only.
+    """
     if metric in ("manhattan", "euclidean"):
-        if metric == "manhattan":
-            return weighted_hamming(R, 1.0 / std)
-        return np.sqrt(weighted_hamming(R, 1.0 / std**2))
+        D = weighted_hamming(R, column_weights(std, metric), B)
+        return D if metric == "manhattan" else np.sqrt(D)
+    if B is not None:
+        raise TailoredBenchError(f"{metric} distances are computed between the rows of one matrix only")
     return np.round(dense_distances((R - mean) / std, check_distance(metric)), 9)
 
 

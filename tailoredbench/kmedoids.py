@@ -27,6 +27,7 @@ rows. It is an approximation for very large matrices, off by default.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -36,7 +37,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-from .distances import binary_distances, column_scale
+from .distances import check_distance, column_scale, column_weights, scaled_distances
 from .errors import TailoredBenchError
 from .rng import generator
 
@@ -180,7 +181,10 @@ class BinaryPoints:
 
     pattern: np.ndarray  # (n,) each row's pattern
     counts: np.ndarray  # (u,) rows per pattern
-    distances: np.ndarray  # (u, u) between patterns, z-scored on all n rows; (0, 0) when computed as needed
+    pattern_rows: np.ndarray  # (u, m) each pattern's 0/1 row while the distances are kept; (0, m) beyond
+    mean: np.ndarray  # (m,) column means and
+    std: np.ndarray  # (m,) standard deviations of all n rows, which z-score them
+    metric: str
     words: np.ndarray  # (w, u) uint64: each pattern's columns, 64 to a word (column c: bit c % 64 of word c // 64)
     table: np.ndarray  # (8 * w, 256): the weight sum of the set bits of every byte value of every word
     masks: np.ndarray  # (GROUPS, words) uint64: the columns of each weight group (quartile)
@@ -191,6 +195,18 @@ class BinaryPoints:
     @property
     def n_points(self) -> int:
         return len(self.pattern)
+
+    @property
+    def kept(self) -> bool:
+        """Whether the distances between patterns are kept in a dense matrix (:data:`DENSE_LIMIT`)."""
+        return self.pattern_rows.shape[0] > 0
+
+    @cached_property
+    def distances(self) -> np.ndarray:
+        """(u, u) between patterns, computed at first use; (0, 0) when each is computed as needed."""
+        if not self.kept:
+            return np.zeros((0, 0))
+        return scaled_distances(self.pattern_rows, self.mean, self.std, self.metric)
 
     @property
     def n_patterns(self) -> int:
@@ -227,12 +243,26 @@ class BinaryPoints:
             return self.distances[np.ix_(rows, cols)]
         return _between(self.words, self.table, self.root, rows, cols)
 
+    def from_patterns(self, rows) -> np.ndarray:
+        """Distances from patterns ``rows`` to every pattern, without forming the dense matrix if it is not yet.
+
+        The same as :meth:`between` up to rounding: a product of fewer rows can end in
+        another last bit, which the distances' rounding to 1e-9 hides nearly always.
+        """
+        if not self.kept or "distances" in self.__dict__ or self.metric not in ("manhattan", "euclidean"):
+            return self.between(rows)
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        return scaled_distances(self.pattern_rows[rows], self.mean, self.std, self.metric, B=self.pattern_rows)
+
 
 def binary_points(X: np.ndarray, metric: str = "manhattan") -> BinaryPoints:
     """Merge identical rows of ``X``; keep the distances between the patterns if they fit :data:`DENSE_LIMIT`.
 
+    The kept distances are computed when first needed (:attr:`BinaryPoints.distances`): the
+    nearest of given medoids needs only the distances from them (:meth:`BinaryPoints.from_patterns`).
     Cosine and correlation distances are not sums over columns and are always kept dense.
     """
+    check_distance(metric)
     X = np.asarray(X, dtype=np.float64)
     # Rows packed to bytes make one sortable key each: 15x faster than np.unique(axis=0).
     packed = np.packbits(X.astype(bool), axis=1)
@@ -245,17 +275,17 @@ def binary_points(X: np.ndarray, metric: str = "manhattan") -> BinaryPoints:
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     patterns = X[first[order]]
+    mean, std = column_scale(X)
     if metric not in ("manhattan", "euclidean") or len(order) <= DENSE_LIMIT:
-        distances = binary_distances(X, metric, rows=patterns)
         words, masks, ticks, scale, table, _ = _NO_BITS
     else:
-        _, std = column_scale(X)
-        weights = 1.0 / std if metric == "manhattan" else 1.0 / std**2
-        words, table = _packed(patterns, weights)
-        masks, ticks, scale = _weight_groups(weights, words.shape[0])
-        distances = np.zeros((0, 0))
+        words, table = _packed(patterns, column_weights(std, metric))
+        masks, ticks, scale = _weight_groups(column_weights(std, metric), words.shape[0])
+        patterns = patterns[:0]
     pattern = rank[pattern.reshape(-1)]
-    return BinaryPoints(pattern, counts[order], distances, words, table, masks, ticks, scale, metric == "euclidean")
+    return BinaryPoints(
+        pattern, counts[order], patterns, mean, std, metric, words, table, masks, ticks, scale, metric == "euclidean"
+    )
 
 
 def _weight_groups(weights: np.ndarray, n_words: int) -> tuple[np.ndarray, np.ndarray, float]:
@@ -355,6 +385,34 @@ def nearest_medoid(points: BinaryPoints, medoids: np.ndarray) -> tuple[np.ndarra
     """Each row's nearest medoid (a position in ``medoids``, the earlier on ties) and its distance."""
     labels, nearest = assign(points.between(points.pattern[medoids]))  # pattern by pattern
     return labels[points.pattern], nearest[points.pattern]
+
+
+def label_digest(labels: np.ndarray) -> int:
+    """A 64-bit digest (BLAKE2b) of labels such as :func:`nearest_medoid` gives."""
+    data = np.ascontiguousarray(labels, dtype=np.int64).tobytes()
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+def known_labels(points: BinaryPoints, medoid_sets, digests) -> list[np.ndarray]:
+    """:func:`nearest_medoid`'s labels of each set of medoids, known by their :func:`label_digest`.
+
+    At a fraction of the cost: the labels are read from the distances to the medoids
+    alone, one product for all sets (:meth:`BinaryPoints.from_patterns`); only for a set
+    whose labels' digest differs (a distance that rounded otherwise decided a tie) is the
+    dense matrix formed, as :func:`nearest_medoid` reads it.
+    """
+    medoid_sets = [np.asarray(medoids, dtype=np.int64) for medoids in medoid_sets]
+    if not medoid_sets:
+        return []
+    patterns = [points.pattern[medoids] for medoids in medoid_sets]
+    union, where = np.unique(np.concatenate(patterns), return_inverse=True)
+    rows = points.from_patterns(union)
+    ends = np.cumsum([len(p) for p in patterns])
+    found = []
+    for medoids, index, digest in zip(medoid_sets, np.split(where, ends[:-1]), digests, strict=True):
+        labels = assign(rows[index])[0][points.pattern]
+        found.append(labels if label_digest(labels) == digest else nearest_medoid(points, medoids)[0])
+    return found
 
 
 def _clara(points: BinaryPoints, weights, k: int, fixed_patterns, rng, max_iter: int, sample: int, draws: int):

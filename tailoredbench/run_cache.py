@@ -13,8 +13,9 @@ chosen items are stored there, keyed by a sha256 of
 * the parameters: the run's random key and every option that shapes the probe.
 
 A run found there is read instead of chosen again; anything else that depends on the
-items (each item's cluster, the estimates) is recomputed from them by the same code, so
-a cached run gives the same numbers as a fresh one, to the digit. Unset or empty, the
+items (each item's cluster, the estimates) is recomputed from them, the clusters checked
+against a digest kept with the items (:func:`tailoredbench.kmedoids.known_labels`), so a
+cached run gives the same numbers as a fresh one, to the digit. Unset or empty, the
 variable turns the cache off, as it is by default; ``tailoredbench reproduce`` sets it
 for the notebooks it runs. An entry that cannot be read, fails its hash or has other
 shapes than expected is named in a :class:`~tailoredbench.errors.CacheWarning`, removed

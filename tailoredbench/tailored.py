@@ -26,7 +26,7 @@ import numpy as np
 
 from .distances import binary_distances, check_distance
 from .errors import TailoredBenchError, check_integer
-from .kmedoids import BinaryPoints, binary_points, k_medoids_binary, nearest_medoid
+from .kmedoids import BinaryPoints, binary_points, k_medoids_binary, known_labels
 
 #: K-Medoids passes; FasterPAM converges in a handful on these data.
 MAX_ITER = 100
@@ -267,13 +267,17 @@ def n_set(
     return Probe(g_set, native_sources, result.medoids[len(g_set) :], result.labels)
 
 
-def chosen_probe(points: BinaryPoints, g_set: np.ndarray, native_sources: np.ndarray, items: np.ndarray) -> Probe:
-    """The :class:`Probe` of items :func:`n_set` chose before (G-set first): each item's cluster, as it assigned them.
+def chosen_probes(points: BinaryPoints, g_set: np.ndarray, native_sources: np.ndarray, chosen, digests) -> list[Probe]:
+    """The :class:`Probe` of each set of items :func:`n_set` chose before (G-set first), as it clustered the items.
 
-    ``points`` is the native sources' embedding that chose them.
+    ``points`` is the native sources' embedding that chose them; ``digests`` holds each
+    probe's :func:`~tailoredbench.kmedoids.label_digest` of its labels, which spares the
+    distances between all items (:func:`~tailoredbench.kmedoids.known_labels`).
     """
-    items = np.asarray(items, dtype=np.int64)
-    return Probe(g_set, native_sources, items[len(g_set) :], nearest_medoid(points, items)[0])
+    labels = known_labels(points, chosen, digests)
+    return [
+        Probe(g_set, native_sources, items[len(g_set) :], found) for items, found in zip(chosen, labels, strict=True)
+    ]
 
 
 def calibrated_estimate(native_mean: np.ndarray, probe: Probe, results: np.ndarray) -> float:

@@ -263,6 +263,34 @@ def test_nearest_medoid_is_the_first_of_least_distance(seed):
     assert [a.tolist() for a in assign(rows)] == [labels.tolist(), nearest.tolist()]
 
 
+@pytest.mark.parametrize("metric", ["manhattan", "euclidean", "cosine"])
+def test_known_labels_are_nearest_medoid_labels_without_the_dense_matrix(metric):
+    from tailoredbench.kmedoids import known_labels, label_digest, nearest_medoid
+
+    rng = np.random.default_rng(3)
+    X = (rng.random((40, 6)) < 0.5).astype(float)[rng.integers(0, 40, size=300)]  # ties everywhere
+    medoid_sets = [rng.choice(300, size, replace=False) for size in (3, 8, 8, 15)]
+    truth = [nearest_medoid(binary_points(X, metric), medoids)[0] for medoids in medoid_sets]
+    points = binary_points(X, metric)
+    found = known_labels(points, medoid_sets, [label_digest(labels) for labels in truth])
+    assert [f.tolist() for f in found] == [t.tolist() for t in truth]
+    # sums over columns need only the distances from the medoids; cosine keeps its matrix
+    assert ("distances" in points.__dict__) == (metric == "cosine")
+
+
+def test_known_labels_fall_back_to_the_dense_matrix_when_the_digest_differs():
+    from tailoredbench.kmedoids import known_labels, label_digest, nearest_medoid
+
+    rng = np.random.default_rng(4)
+    X = (rng.random((200, 12)) < 0.5).astype(float)
+    points = binary_points(X)
+    medoids = rng.choice(200, 10, replace=False)
+    truth = nearest_medoid(binary_points(X), medoids)[0]
+    # a digest the distances from the medoids alone cannot give, as a tie decided otherwise would
+    (found,) = known_labels(points, [medoids], [label_digest(truth) ^ 1])
+    assert found.tolist() == truth.tolist() and "distances" in points.__dict__
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_more_points_than_one_mask_reach_a_swap_local_optimum(seed):
     # FasterPAM's scan compares 64 points to a mask; 150 points also leave a remainder of 22.

@@ -15,13 +15,13 @@ import numpy as np
 from .. import rng, run_cache
 from ..distances import check_distance
 from ..errors import TailoredBenchError
-from ..kmedoids import binary_points
+from ..kmedoids import binary_points, label_digest
 from ..oracle import Oracle
 from ..tailored import (
     Probe,
     calibrated_estimate,
     check_budget,
-    chosen_probe,
+    chosen_probes,
     g_set,
     n_set,
     native_rows,
@@ -81,10 +81,14 @@ def probes(
     groups = [tuple(budgets)] if grow else [(b,) for b in budgets]
     kept, g_items = {}, None  # each cached budget's items per target, and the G-set
     for group in groups:
-        shapes = {"g_set": (g_size,), **{f"items_{b}": (n_targets, b) for b in group}}
+        shapes = {
+            "g_set": (g_size,),
+            **{f"items_{b}": (n_targets, b) for b in group},
+            **{f"labels_{b}": (n_targets,) for b in group},
+        }
         entry = run_cache.load(root, "probes", [*cache_key, list(group)], shapes)
         if entry is not None:
-            kept.update({b: entry[f"items_{b}"] for b in group})
+            kept.update({b: (entry[f"items_{b}"], entry[f"labels_{b}"]) for b in group})
             g_items = entry["g_set"]
     if g_items is None:
         # The G-set stays exact under `sample`: it is chosen once per run for all targets.
@@ -95,6 +99,9 @@ def probes(
     adaptive, order = ranked_sources(source[:, g_items], g_target, distance=distance)
     neighbours = native_rows(order, adaptive if n_native is None else n_native, native_offset)
     chosen = {b: np.empty((n_targets, b), dtype=np.int32) for b in budgets if b not in kept}
+    # each chosen probe's label digest: a cached probe's labels are then read without the
+    # distances between all items (tailoredbench.kmedoids.known_labels)
+    digests = {b: np.empty(n_targets, dtype=np.uint64) for b in chosen}
     # Targets with the same native sources, in the same order, share one item embedding: its
     # distances are computed once (on ARC, GSM8K, HellaSwag and Winogrande, 8-39% of the targets' lists differ).
     sharing = {}
@@ -105,11 +112,16 @@ def probes(
         native = source[rows]
         points = binary_points(native.T, distance)
         native_mean = native.mean(axis=0)
+        cached = [(t, b) for t in targets for b in budgets if b in kept]
+        read = chosen_probes(
+            points, g_items, rows, [kept[b][0][t] for t, b in cached], [int(kept[b][1][t]) for t, b in cached]
+        )
+        read = dict(zip(cached, read, strict=True))
         for t in targets:
             asked = ()
             for budget in budgets:
                 if budget in kept:
-                    probe = chosen_probe(points, g_items, rows, kept[budget][t])
+                    probe = read[t, budget]
                 else:
                     probe = n_set(
                         source,
@@ -122,13 +134,15 @@ def probes(
                         asked=asked,
                     )
                     chosen[budget][t] = probe.items
+                    digests[budget][t] = label_digest(probe.labels)
                 if grow:
                     asked = probe.n_set
                 yield budget, Answered(t, probe, native_mean, oracles[budget].ask(probe.items, targets=[t])[0])
     for group in groups:
         if group[0] not in kept:
             items = {f"items_{b}": chosen[b] for b in group}
-            run_cache.store(root, "probes", [*cache_key, list(group)], g_set=g_items, **items)
+            labels = {f"labels_{b}": digests[b] for b in group}
+            run_cache.store(root, "probes", [*cache_key, list(group)], g_set=g_items, **items, **labels)
 
 
 class TailoredBenchMethod(Method):
