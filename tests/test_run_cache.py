@@ -58,6 +58,28 @@ def test_cached_runs_give_the_same_numbers(bench, tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(alone, _simulate(bench, budgets=[20]), check_exact=True)
 
 
+def test_a_cached_probe_whose_cluster_digest_fails_is_clustered_from_all_distances(bench, tmp_path, monkeypatch):
+    from tailoredbench import kmedoids
+    from tailoredbench.datasets.files import load_cached, store_cached
+    from tailoredbench.kmedoids import nearest_medoid
+
+    fresh = _simulate(bench)
+    monkeypatch.setenv(ENV, str(tmp_path))
+    _simulate(bench)
+    for path in tmp_path.rglob("*.npz"):  # every probe's stored digest off by one bit, each entry sound
+        arrays = load_cached(path)
+        store_cached(path, **{k: v ^ np.uint64(1) if k.startswith("labels_") else v for k, v in arrays.items()})
+    fallbacks = []
+
+    def from_all_distances(points, medoids):
+        fallbacks.append(len(medoids))
+        return nearest_medoid(points, medoids)
+
+    monkeypatch.setattr(kmedoids, "nearest_medoid", from_all_distances)
+    pd.testing.assert_frame_equal(fresh, _simulate(bench), check_exact=True)
+    assert fallbacks  # every probe read failed its check and was clustered as when chosen
+
+
 def test_gp_irt_anchors_are_cached_and_read_to_the_same_numbers(bench, tmp_path, monkeypatch):
     from tailoredbench.methods import gp_irt
 
