@@ -208,6 +208,11 @@ class BinaryPoints:
             return np.zeros((0, 0))
         return scaled_distances(self.pattern_rows, self.mean, self.std, self.metric)
 
+    def with_distances(self) -> BinaryPoints:
+        """These points, their kept distances formed now: before they are sent to other processes."""
+        self.distances  # noqa: B018 (a cached property, computed on first access)
+        return self
+
     @property
     def n_patterns(self) -> int:
         return len(self.counts)

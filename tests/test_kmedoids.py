@@ -278,6 +278,17 @@ def test_known_labels_are_nearest_medoid_labels_without_the_dense_matrix(metric)
     assert ("distances" in points.__dict__) == (metric == "cosine")
 
 
+def test_the_prepared_source_points_travel_with_their_distances():
+    import pickle
+
+    from tailoredbench.methods.tailoredbench import TailoredBenchMethod
+
+    source = (np.random.default_rng(5).random((20, 90)) < 0.5).astype(float)
+    points = TailoredBenchMethod().prepare(source, [15], distance="manhattan")["points"]
+    sent = pickle.loads(pickle.dumps(points))  # as to a worker: formed once, not in every run
+    assert "distances" in sent.__dict__ and np.array_equal(sent.distances, binary_points(source.T).distances)
+
+
 def test_known_labels_fall_back_to_the_dense_matrix_when_the_digest_differs():
     from tailoredbench.kmedoids import known_labels, label_digest, nearest_medoid
 

@@ -174,7 +174,9 @@ class TailoredBenchMethod(Method):
 
     def prepare(self, source, budgets, *, distance, **_options) -> dict:
         """The items as points under the full source embedding, and the run cache's folder (or None)."""
-        return {"points": binary_points(source.T, check_distance(distance)), "run_cache": run_cache.folder()}
+        # the distances formed here, once for every run, not again in each worker a run is sent to
+        points = binary_points(source.T, check_distance(distance)).with_distances()
+        return {"points": points, "run_cache": run_cache.folder()}
 
     def run(self, prepared, source, oracles, key, *, calibrate=True, **options) -> dict[int, np.ndarray]:
         estimates = {b: np.empty(oracles[b].n_targets) for b in oracles}
