@@ -284,8 +284,9 @@ def binary_points(X: np.ndarray, metric: str = "manhattan") -> BinaryPoints:
     if metric not in ("manhattan", "euclidean") or len(order) <= DENSE_LIMIT:
         words, masks, ticks, scale, table, _ = _NO_BITS
     else:
-        words, table = _packed(patterns, column_weights(std, metric))
-        masks, ticks, scale = _weight_groups(column_weights(std, metric), words.shape[0])
+        weights = column_weights(std, metric)
+        words, table = _packed(patterns, weights)
+        masks, ticks, scale = _weight_groups(weights, words.shape[0])
         patterns = patterns[:0]
     pattern = rank[pattern.reshape(-1)]
     return BinaryPoints(
