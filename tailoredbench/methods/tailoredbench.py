@@ -134,7 +134,8 @@ def probes(
                         asked=asked,
                     )
                     chosen[budget][t] = probe.items
-                    digests[budget][t] = label_digest(probe.labels)
+                    if root:  # kept only with the items
+                        digests[budget][t] = label_digest(probe.labels)
                 if grow:
                     asked = probe.n_set
                 yield budget, Answered(t, probe, native_mean, oracles[budget].ask(probe.items, targets=[t])[0])
