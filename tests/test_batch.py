@@ -230,3 +230,33 @@ def test_no_kernel_socket_folder_is_left(notebooks, tmp_path):
     reproduce(["one"], notebooks_dir=notebooks, output_dir=tmp_path / "reports", log=print)
     left = {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("tailoredbench-kernel-")}
     assert not left
+
+
+WORKERS = """\
+import json, os, pathlib
+import psutil
+from joblib import Parallel, delayed
+Parallel(n_jobs=2)(delayed(os.getpid)() for _ in range(4))
+pids = [os.getpid(), *(child.pid for child in psutil.Process().children(recursive=True))]
+pathlib.Path(output_dir, "pids.json").write_text(json.dumps(pids))
+"""
+
+
+@pytest.mark.notebook
+def test_a_kernel_that_started_workers_leaves_no_process_behind(notebooks, tmp_path):
+    """The kernel is sent SIGTERM after :data:`batch.SHUTDOWN_WAIT` / 2 seconds (its workers'
+    resource trackers ignore SIGTERM); it, its workers and their trackers all end."""
+    import psutil
+
+    nb = nbformat.read(notebooks / "one.ipynb", as_version=4)
+    nb.cells[1] = nbformat.v4.new_code_cell(WORKERS)
+    nbformat.write(nb, notebooks / "one.ipynb")
+    reproduce(["one"], notebooks_dir=notebooks, output_dir=tmp_path / "reports", log=print)
+    pids = json.loads((tmp_path / "reports" / "one" / "pids.json").read_text())
+    assert len(pids) >= 3  # the kernel, its workers and at least one resource tracker
+    deadline = time.monotonic() + 10
+    while (alive := [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    assert not alive
