@@ -177,3 +177,27 @@ def test_anchor_points_on_items_all_sources_answer_alike():
         for run in range(10)
     ]
     assert np.mean(errors) < 0.1  # 0.058; 0.31 when every constant item joined the first medoid
+
+
+@pytest.mark.parametrize("shape", [(60, 3), (1319, 3), (500, 11)])
+@pytest.mark.parametrize("clusters", [5, 30])
+def test_kmeans_plusplus_seeds_kmeans_as_scikit_learn_does(shape, clusters):
+    """gp-IRT's anchors: KMeans seeded by our k-means++ equals scikit-learn's default, bit for bit,
+    with tied items (repeated rows) and rounded features among them."""
+    from sklearn.cluster import KMeans, kmeans_plusplus
+    from threadpoolctl import threadpool_limits
+
+    generator = np.random.default_rng(shape[0] + clusters)
+    for seed in range(4):
+        X = generator.normal(size=shape)
+        if seed == 1:
+            X[: shape[0] // 4] = X[0]
+        if seed == 2:
+            X = np.round(X, 1)
+        theirs, _ = kmeans_plusplus(X, clusters, random_state=seed)
+        assert np.array_equal(gp_irt.kmeans_plusplus(X, clusters, np.random.RandomState(seed)), theirs)
+        with threadpool_limits(limits=1):  # as gp-IRT runs it
+            default = KMeans(n_clusters=clusters, n_init=gp_irt.KMEANS_STARTS, random_state=seed).fit(X)
+            ours = KMeans(clusters, n_init=gp_irt.KMEANS_STARTS, random_state=seed, init=gp_irt.kmeans_plusplus).fit(X)
+        assert np.array_equal(ours.labels_, default.labels_)
+        assert np.array_equal(ours.cluster_centers_, default.cluster_centers_)

