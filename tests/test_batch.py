@@ -254,9 +254,14 @@ def test_a_kernel_that_started_workers_leaves_no_process_behind(notebooks, tmp_p
     reproduce(["one"], notebooks_dir=notebooks, output_dir=tmp_path / "reports", log=print)
     pids = json.loads((tmp_path / "reports" / "one" / "pids.json").read_text())
     assert len(pids) >= 3  # the kernel, its workers and at least one resource tracker
+
+    def running(pid):
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:  # ended, perhaps between two looks
+            return False
+
     deadline = time.monotonic() + 10
-    while (alive := [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]) and (
-        time.monotonic() < deadline
-    ):
+    while (alive := [p for p in pids if running(p)]) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive
