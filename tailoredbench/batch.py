@@ -62,6 +62,11 @@ AFTER = {name: BENCHMARK_NOTEBOOKS for name in ("main_table", "beyond", *STUDY_N
 #: on two workers (its ``jobs``). On two cores, two side by side kept the cores 95% busy instead
 #: of 84% but took as long: four workers on two cores cost as much as the idle time they filled.
 AT_ONCE = max(1, joblib.cpu_count() // 2)
+#: Notebooks that compute little, in their kernel alone (about one core, seconds each). One runs
+#: beside the ``at_once`` others, in the cores their grids leave idle (kernels starting, a table
+#: read, a figure drawn). Each still starts in its turn in the order: none jumps ahead of a
+#: notebook waiting for a slot.
+LIGHT = frozenset({"method_walkthrough", "tutorial_evaluate_your_model", "main_table", "study_families"})
 
 #: Seconds that notebooks have to stop after Ctrl-C before their kernels are killed. A kernel
 #: ignores an interrupt that reaches it while it starts a cell (before its handler is set),
@@ -327,9 +332,12 @@ def _one_at_a_time(log):
 
 
 def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_once: int) -> list[Path]:
-    """Run the notebooks, ``at_once`` side by side, each into its staging folder.
+    """Run the notebooks, ``at_once`` side by side and one of :data:`LIGHT` beside them, each
+    into its staging folder.
 
-    A notebook starts once the notebooks it waits for (:data:`AFTER`) have finished. After a
+    Notebooks start in the order of ``names``, each once the notebooks it waits for
+    (:data:`AFTER`) have finished; one that waits for them does not hold up those after it,
+    but one that waits for a slot does. After a
     failure or Ctrl-C no notebook starts; those running finish, or on Ctrl-C are interrupted,
     and killed if still running :data:`KILL_AFTER` seconds later (or at a second Ctrl-C).
     """
@@ -341,16 +349,21 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_o
 
     def next_ready():
         busy = set(waiting) | {job.name for job in running.values()}
-        return next((name for name in waiting if busy.isdisjoint(AFTER.get(name, ()))), None)
+        ready = next((name for name in waiting if busy.isdisjoint(AFTER.get(name, ()))), None)
+        heavy = sum(job.name not in LIGHT for job in running.values())
+        if ready is None or (heavy < at_once and len(running) < at_once + 1):
+            return ready
+        # every other slot taken: only a light notebook starts, beside them, if none runs yet
+        return ready if ready in LIGHT and len(running) == heavy else None
 
     def interrupt():
         interrupted.set()
         for job in running.values():
             job.interrupt()
 
-    with ThreadPoolExecutor(max_workers=at_once) as pool:
+    with ThreadPoolExecutor(max_workers=at_once + 1) as pool:
         while waiting or running:
-            while not (failures or interrupted.is_set()) and len(running) < at_once:
+            while not (failures or interrupted.is_set()):
                 name = next_ready()
                 if name is None:
                     break

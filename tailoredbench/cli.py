@@ -152,7 +152,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "--at-once",
         type=_positive_int,
         default=AT_ONCE,
-        help=f"notebooks run side by side (default: one per two cores, here {AT_ONCE})",
+        help=(
+            "notebooks with grids run side by side, and one light notebook beside them "
+            f"(default: one per two cores, here {AT_ONCE})"
+        ),
     )
     rep.add_argument(
         "--no-run-cache",

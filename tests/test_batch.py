@@ -73,6 +73,32 @@ def test_one_notebook_per_two_cores_by_default():
     assert batch.AT_ONCE == max(1, joblib.cpu_count() // 2)
 
 
+@pytest.mark.notebook
+def test_a_light_notebook_runs_beside_the_others_in_its_turn(notebooks, tmp_path, monkeypatch):
+    monkeypatch.setattr(batch, "LIGHT", frozenset({"two"}))
+    out, lines = tmp_path / "reports", []
+    reproduce(
+        ["one", "three", "two"],
+        parameters={"seconds": 3.0},
+        notebooks_dir=notebooks,
+        output_dir=out,
+        at_once=1,
+        log=lines.append,
+    )
+    one, two, three = times(out, "one"), times(out, "two"), times(out, "three")
+    assert three[0] >= one[1]  # one at a time, but for the light notebook
+    assert two[0] >= one[1]  # not ahead of three, which waited for the slot
+    assert two[0] < three[1] and three[0] < two[1]  # beside three
+    assert [line.split(" (")[0] for line in lines if "running into" in line] == ["one", "three", "two"]
+
+
+def test_light_notebooks_start_no_workers():
+    from tailoredbench.batch import ORDER, declared_parameters
+
+    for name in batch.LIGHT:  # they compute in their kernel alone: no `jobs` to give them
+        assert name in ORDER and "jobs" not in declared_parameters(name)
+
+
 def test_one_at_a_time_when_asked(notebooks, tmp_path):
     out = tmp_path / "reports"
     reproduce(
