@@ -179,7 +179,7 @@ def test_anchor_points_on_items_all_sources_answer_alike():
     assert np.mean(errors) < 0.1  # 0.058; 0.31 when every constant item joined the first medoid
 
 
-@pytest.mark.parametrize("shape", [(60, 3), (1319, 3), (500, 11)])
+@pytest.mark.parametrize("shape", [(60, 3), (1319, 3), (500, 11), (8910, 3)])
 @pytest.mark.parametrize("clusters", [5, 30])
 def test_kmeans_plusplus_seeds_kmeans_as_scikit_learn_does(shape, clusters):
     """gp-IRT's anchors: KMeans seeded by our k-means++ equals scikit-learn's default, bit for bit,
@@ -201,3 +201,14 @@ def test_kmeans_plusplus_seeds_kmeans_as_scikit_learn_does(shape, clusters):
             ours = KMeans(clusters, n_init=gp_irt.KMEANS_STARTS, random_state=seed, init=gp_irt.kmeans_plusplus).fit(X)
         assert np.array_equal(ours.labels_, default.labels_)
         assert np.array_equal(ours.cluster_centers_, default.cluster_centers_)
+
+
+@pytest.mark.parametrize("n_features", [1, 3, 6, 7, 8, 11, 17, 128])
+def test_anchor_distances_are_numpys_to_the_bit(n_features):
+    """The compiled squared distances from items to centres sum as numpy's pairwise sum does:
+    in turn below 8 terms, in 8 running sums from 8 (gp-IRT's features have 3, 6 or 11)."""
+    generator = np.random.default_rng(n_features)
+    features, centres = generator.normal(size=(300, n_features)), generator.normal(size=(40, n_features))
+    for X in (features, np.round(features, 1), np.repeat(features[:3], 100, axis=0)):
+        numpy_sum = ((X[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+        assert np.array_equal(gp_irt._squared_to_centres(X, centres), numpy_sum)
