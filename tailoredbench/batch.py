@@ -48,9 +48,9 @@ STUDY_NOTEBOOKS = (
 ORDER = (
     *BENCHMARK_NOTEBOOKS,
     "sequential_precision",
+    "beyond",
     "method_walkthrough",
     "tutorial_evaluate_your_model",
-    "beyond",
     "main_table",
     *STUDY_NOTEBOOKS,
 )
@@ -67,6 +67,9 @@ AT_ONCE = max(1, joblib.cpu_count() // 2)
 #: read, a figure drawn). Each still starts in its turn in the order: none jumps ahead of a
 #: notebook waiting for a slot.
 LIGHT = frozenset({"method_walkthrough", "tutorial_evaluate_your_model", "main_table", "study_families"})
+#: Notebooks that report seconds per run: none runs beside a light notebook, so that with
+#: ``at_once`` 1 their seconds are those of a machine no other notebook shares.
+TIMED = frozenset({*BENCHMARK_NOTEBOOKS, "sequential_precision"})
 
 #: Seconds that notebooks have to stop after Ctrl-C before their kernels are killed. A kernel
 #: ignores an interrupt that reaches it while it starts a cell (before its handler is set),
@@ -266,9 +269,9 @@ def reproduce(
         ``$TAILOREDBENCH_RUN_CACHE`` if it is set (empty: off), else ``runs/`` in the user
         cache. ``False`` turns it off. The numbers are the same either way.
     at_once : int, default :data:`AT_ONCE`
-        How many notebooks run side by side; a notebook starts after those it reads
-        (:data:`AFTER`). The numbers are the same for any value; only the seconds per run
-        that notebooks report depend on it.
+        How many notebooks run side by side, besides one of :data:`LIGHT` (never beside one of
+        :data:`TIMED`); a notebook starts after those it reads (:data:`AFTER`). The numbers are
+        the same for any value; only the seconds per run that notebooks report depend on it.
 
     Returns
     -------
@@ -350,11 +353,15 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_o
     def next_ready():
         busy = set(waiting) | {job.name for job in running.values()}
         ready = next((name for name in waiting if busy.isdisjoint(AFTER.get(name, ()))), None)
-        heavy = sum(job.name not in LIGHT for job in running.values())
-        if ready is None or (heavy < at_once and len(running) < at_once + 1):
+        names = {job.name for job in running.values()}
+        clash = LIGHT if ready in TIMED else TIMED if ready in LIGHT else frozenset()
+        if ready is None or not names.isdisjoint(clash):
+            return None  # none ready, or a light and a timed notebook would run side by side
+        heavy = len(names - LIGHT)
+        if heavy < at_once and len(names) < at_once + 1:
             return ready
         # every other slot taken: only a light notebook starts, beside them, if none runs yet
-        return ready if ready in LIGHT and len(running) == heavy else None
+        return ready if ready in LIGHT and len(names) == heavy else None
 
     def interrupt():
         interrupted.set()

@@ -92,6 +92,17 @@ def test_a_light_notebook_runs_beside_the_others_in_its_turn(notebooks, tmp_path
     assert [line.split(" (")[0] for line in lines if "running into" in line] == ["one", "three", "two"]
 
 
+@pytest.mark.notebook
+def test_no_light_notebook_runs_beside_one_that_reports_its_seconds(notebooks, tmp_path, monkeypatch):
+    monkeypatch.setattr(batch, "LIGHT", frozenset({"two"}))
+    monkeypatch.setattr(batch, "TIMED", frozenset({"one"}))
+    out = tmp_path / "reports"
+    reproduce(
+        ["one", "two"], parameters={"seconds": 2.0}, notebooks_dir=notebooks, output_dir=out, at_once=1, log=print
+    )
+    assert times(out, "two")[0] >= times(out, "one")[1]
+
+
 def test_light_notebooks_start_no_workers():
     from tailoredbench.batch import ORDER, declared_parameters
 
