@@ -46,18 +46,19 @@ def times(root, name):
     return json.loads((root / name / "times.json").read_text())
 
 
+def run(notebooks, out, names, *, at_once, seconds=3.0, **options):
+    """The synthetic notebooks ``names``, each sleeping ``seconds``, into ``out``."""
+    options.setdefault("log", print)
+    return reproduce(
+        names, parameters={"seconds": seconds}, notebooks_dir=notebooks, output_dir=out, at_once=at_once, **options
+    )
+
+
 @pytest.mark.notebook
 def test_notebooks_run_side_by_side_each_after_what_it_reads(notebooks, tmp_path, monkeypatch):
     monkeypatch.setattr(batch, "AFTER", {"three": ("one",)})
     out, lines = tmp_path / "reports", []
-    done = reproduce(
-        ["three", "one", "two"],
-        parameters={"seconds": 3.0},
-        notebooks_dir=notebooks,
-        output_dir=out,
-        at_once=2,
-        log=lines.append,
-    )
+    done = run(notebooks, out, ["three", "one", "two"], at_once=2, log=lines.append)
     assert [p.parent.name for p in done] == ["three", "one", "two"]  # in the order asked
     one, two, three = times(out, "one"), times(out, "two"), times(out, "three")
     assert one[0] < two[1] and two[0] < one[1]  # side by side
@@ -77,14 +78,7 @@ def test_one_notebook_per_two_cores_by_default():
 def test_a_light_notebook_runs_beside_the_others_in_its_turn(notebooks, tmp_path, monkeypatch):
     monkeypatch.setattr(batch, "LIGHT", frozenset({"two"}))
     out, lines = tmp_path / "reports", []
-    reproduce(
-        ["one", "three", "two"],
-        parameters={"seconds": 3.0},
-        notebooks_dir=notebooks,
-        output_dir=out,
-        at_once=1,
-        log=lines.append,
-    )
+    run(notebooks, out, ["one", "three", "two"], at_once=1, log=lines.append)
     one, two, three = times(out, "one"), times(out, "two"), times(out, "three")
     assert three[0] >= one[1]  # one at a time, but for the light notebook
     assert two[0] >= one[1]  # not ahead of three, which waited for the slot
@@ -97,9 +91,7 @@ def test_no_light_notebook_runs_beside_one_that_reports_its_seconds(notebooks, t
     monkeypatch.setattr(batch, "LIGHT", frozenset({"two"}))
     monkeypatch.setattr(batch, "TIMED", frozenset({"one"}))
     out = tmp_path / "reports"
-    reproduce(
-        ["one", "two"], parameters={"seconds": 2.0}, notebooks_dir=notebooks, output_dir=out, at_once=1, log=print
-    )
+    run(notebooks, out, ["one", "two"], at_once=1, seconds=2.0)
     assert times(out, "two")[0] >= times(out, "one")[1]
 
 
@@ -112,9 +104,7 @@ def test_light_notebooks_start_no_workers():
 
 def test_one_at_a_time_when_asked(notebooks, tmp_path):
     out = tmp_path / "reports"
-    reproduce(
-        ["one", "two"], parameters={"seconds": 1.0}, notebooks_dir=notebooks, output_dir=out, at_once=1, log=print
-    )
+    run(notebooks, out, ["one", "two"], at_once=1, seconds=1.0)
     assert times(out, "two")[0] >= times(out, "one")[1]
 
 
