@@ -6,11 +6,11 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 # the package and what the notebooks need; the tests add their tools, lm-eval and dask
-# (40 s less set-up for `make reproduce`, which needs none of them)
+# (10 s less set-up for `make reproduce`, which needs none of them)
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 # uv installs (pip installs uv): it fetches, unpacks and compiles to bytecode in parallel, the
-# set-up of `make reproduce` 20 s instead of 45 s. Compiled, as pip does: where
+# set-up of `make reproduce` 21 s instead of 45 s. Compiled, as pip does: where
 # PYTHONDONTWRITEBYTECODE is set, every kernel and worker would otherwise compile its imports.
 # uv reads no pip.conf: an index or proxy goes in UV_INDEX_URL or HTTPS_PROXY.
 UV_VERSION := 0.13.9
