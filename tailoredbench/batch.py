@@ -340,9 +340,9 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_o
 
     Notebooks start in the order of ``names``, each once the notebooks it waits for
     (:data:`AFTER`) have finished; one that waits for them does not hold up those after it,
-    but one that waits for a slot does. After a
-    failure or Ctrl-C no notebook starts; those running finish, or on Ctrl-C are interrupted,
-    and killed if still running :data:`KILL_AFTER` seconds later (or at a second Ctrl-C).
+    but one that waits for a slot does. After a failure or Ctrl-C no notebook starts; those
+    running finish, or on Ctrl-C are interrupted, and killed if still running
+    :data:`KILL_AFTER` seconds later (or at a second Ctrl-C).
     """
     began = time.perf_counter()
     waiting, running, outputs, failures = list(names), {}, {}, []
@@ -351,9 +351,9 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_o
     log = _one_at_a_time(log)  # notebooks side by side log from their own threads
 
     def next_ready():
-        busy = set(waiting) | {job.name for job in running.values()}
-        ready = next((name for name in waiting if busy.isdisjoint(AFTER.get(name, ()))), None)
         names = {job.name for job in running.values()}
+        busy = set(waiting) | names
+        ready = next((name for name in waiting if busy.isdisjoint(AFTER.get(name, ()))), None)
         clash = LIGHT if ready in TIMED else TIMED if ready in LIGHT else frozenset()
         if ready is None or not names.isdisjoint(clash):
             return None  # none ready, or a light and a timed notebook would run side by side

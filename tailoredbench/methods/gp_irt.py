@@ -203,8 +203,8 @@ def kmeans_plusplus(X: np.ndarray, n_clusters: int, random_state: np.random.Rand
 
 @numba.njit(cache=True, nogil=True)
 def _draw(closest, thresholds):
-    # np.searchsorted(np.cumsum(closest), thresholds), the last index where rounding draws
-    # past the end: the running sum is added in cumsum's order, in one pass without storing it.
+    # np.searchsorted(np.cumsum(closest), thresholds), capped at the last index (rounding can
+    # draw past the end): the running sum added in cumsum's order, in one pass, not stored.
     n, m = closest.shape[0], thresholds.shape[0]
     order = np.argsort(thresholds)
     found = np.full(m, n - 1, dtype=np.intp)
