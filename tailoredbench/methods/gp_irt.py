@@ -157,14 +157,10 @@ def fit_abilities(
     return theta
 
 
-def _squared_distances(rows: np.ndarray, X: np.ndarray, norms: np.ndarray) -> np.ndarray:
-    """Squared Euclidean distances from ``rows`` to every row of ``X`` (``norms``: its squared norms)."""
-    d = rows @ X.T
-    d *= -2
-    d += np.einsum("ij,ij->i", rows, rows)[:, None]
-    d += norms[None, :]
-    np.maximum(d, 0.0, out=d)
-    return d
+def _nearer_to(rows: np.ndarray, X: np.ndarray, norms: np.ndarray, closest: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances from ``rows`` to every row of ``X`` (``norms``: its squared
+    norms), each the smaller of it and ``closest``: the products by BLAS, the rest in one pass."""
+    return _nearer(rows @ X.T, np.einsum("ij,ij->i", rows, rows), norms, closest)
 
 
 def kmeans_plusplus(X: np.ndarray, n_clusters: int, random_state: np.random.RandomState) -> np.ndarray:
@@ -185,15 +181,13 @@ def kmeans_plusplus(X: np.ndarray, n_clusters: int, random_state: np.random.Rand
     trials = 2 + int(np.log(n_clusters))
     chosen = np.empty(n_clusters, dtype=np.intp)
     chosen[0] = random_state.choice(n, p=weight / weight.sum())
-    closest = _squared_distances(X[chosen[:1]], X, norms)
+    closest = _nearer_to(X[chosen[:1]], X, norms, np.full(n, np.inf))
     potential = closest @ weight
     for c in range(1, n_clusters):
         # candidates drawn in proportion to the squared distance to the nearest seed so far
         # (the unit weights left out of the product: multiplying by one is exact)
         candidates = _draw(closest.ravel(), random_state.uniform(size=trials) * potential)
-        rows = X[candidates]
-        # the products as _squared_distances forms them; the rest in one pass
-        distances = _nearer(rows @ X.T, np.einsum("ij,ij->i", rows, rows), norms, closest.ravel())
+        distances = _nearer_to(X[candidates], X, norms, closest.ravel())
         potentials = distances @ weight[:, None]  # a product, not a sum: the same rounding as scikit-learn's
         best = np.argmin(potentials)
         potential, closest = potentials[best], distances[best]
@@ -221,8 +215,8 @@ def _draw(closest, thresholds):
 
 @numba.njit(cache=True, nogil=True)
 def _nearer(products, row_norms, norms, closest):
-    # min(closest, _squared_distances) from the products, element by element as numpy's
-    # operations there round: (-2 p + |row|^2) + |x|^2, at least 0, then the smaller.
+    # From the products, element by element as scikit-learn's numpy operations round:
+    # (-2 p + |row|^2) + |x|^2, at least 0, then the smaller of it and closest.
     out = np.empty_like(products)
     for j in range(products.shape[0]):
         for i in range(products.shape[1]):
