@@ -188,31 +188,33 @@ def test_distances_computed_as_needed_give_the_kept_distances_medoids(monkeypatc
     assert np.isclose(a.cost, b.cost)
 
 
-@pytest.mark.parametrize("columns", [1, 3, 33, 70])  # empty weight groups, one word, two
+@pytest.mark.parametrize("columns", [1, 3, 33, 64, 70, 130])  # one word (full or not), two, three
 @pytest.mark.parametrize("metric", ["manhattan", "euclidean"])
-def test_the_bounds_in_ticks_leave_open_every_point_nearer_than_its_limit(monkeypatch, metric, columns):
-    # A point the bound leaves unflagged is skipped by FasterPAM: it must be at least ds away.
+@pytest.mark.parametrize("rows", [300, 320])  # a last block of 44 points, and none
+def test_the_bound_in_ticks_leaves_open_every_point_nearer_than_its_limit(monkeypatch, metric, columns, rows):
+    # A point the bound does not flag is skipped by FasterPAM: it must be at least ds away.
     from tailoredbench import kmedoids
 
     rng = np.random.default_rng(columns)
     share = rng.uniform(0.005, 0.995, columns)  # weights 1/std from about 2 to 14
-    X = (rng.random((300, columns)) < share).astype(float)
+    X = (rng.random((rows, columns)) < share).astype(float)
     monkeypatch.setattr(kmedoids, "DENSE_LIMIT", 0)
     points = binary_points(X, metric)
     n = points.n_patterns
     D = points.between(np.arange(n))  # as FasterPAM computes them
-    limit, columns, counts = (np.empty(n, dtype=np.int64) for _ in range(3))
-    flags = np.zeros(-(-n // 8) * 8, dtype=np.uint8)
-    least = int(points.ticks[points.ticks > 0].min())
+    columns_open, counts = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int64)
+    found = np.zeros(-(-n // 64), dtype=np.uint64)
+    differing = (points.words[:, :, None] ^ points.words[:, None, :]).astype(np.uint64)
+    popcount = np.unpackbits(differing.view(np.uint8), axis=-1).reshape(*differing.shape, 64).sum(axis=(0, -1))
     for x in range(0, n, 5):
         # each point's limit at its distance (nothing to flag), just beyond (everything), and another's
-        for ds in (D[x], D[x] + 1e-7, D[(x + 1) % n]):
-            kmedoids._limits(points.root, ds, points.scale, least, limit, columns)
-            kmedoids._open(points.words, x, columns, flags, counts)
-            nearer = np.flatnonzero(D[x] < ds)
-            assert flags[nearer].all()
-            assert all(kmedoids._bound(points.words, points.masks, points.ticks, x, o) < limit[o] for o in nearer)
-    assert kmedoids.TICKS - 1 <= points.ticks.max() <= kmedoids.TICKS and points.ticks.dtype == np.uint32
+        for ds in (D[x], D[x] + 1e-7, D[(x + 1) % n], np.full(n, 1e300)):  # and beyond every distance
+            kmedoids._limits(points.root, ds, points.scale, points.least, columns_open, 64 * points.words.shape[0])
+            kmedoids._open(points.words, x, columns_open, counts, found)
+            flags = np.unpackbits(found.view(np.uint8), bitorder="little")[:n].astype(bool)
+            assert flags[np.flatnonzero(D[x] < ds)].all()
+            assert flags.tolist() == (popcount[x] < columns_open).tolist()  # the vector compare, as plain numpy
+    assert kmedoids.TICKS - 1 <= points.least <= kmedoids.TICKS
 
 
 def test_streamed_distances_on_up_to_64_columns(monkeypatch):
