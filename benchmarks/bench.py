@@ -43,8 +43,12 @@ def one_point(models: int, items: int, sample: int) -> dict:
     A run chooses the G-set once for all its targets, then each target's probe. The run
     is timed with two targets and with ``n``: a target costs ``(T(n) - T(2)) / (n - 2)``,
     and a run with every target of the matrix would take ``T(2)`` plus that for each
-    further target. The G-set (the items embedded by all sources, and the K-Medoids that
-    picks it) is timed on its own.
+    further target. Each is the least of :data:`TIMINGS` timings where one takes under
+    :data:`RETIME_BELOW` seconds: the G-set inside each run varies by a second or more at
+    50000 items, as much as a few sampled targets cost, and only a slower machine adds to a
+    timing. A difference that still comes out at zero or below is reported as not measured
+    (None), never as a time. The G-set (the items embedded by all sources, and the K-Medoids
+    that picks it) is timed on its own.
     """
     from tailoredbench import rng
     from tailoredbench.datasets.benchmarks import Benchmark
@@ -61,10 +65,14 @@ def one_point(models: int, items: int, sample: int) -> dict:
     seconds, sim = {}, None
     for n in (2, n_targets):
         bench = Benchmark(full.name, full.source, full.target.take_models(range(n)), full.provenance)
-        start = time.perf_counter()
-        sim = simulate(bench, budgets=[30], runs=1, method_options=options)
-        seconds[n] = time.perf_counter() - start
+        timings = []
+        while len(timings) < TIMINGS and (not timings or timings[0] < RETIME_BELOW):
+            start = time.perf_counter()
+            sim = simulate(bench, budgets=[30], runs=1, method_options=options)
+            timings.append(time.perf_counter() - start)
+        seconds[n] = min(timings)
     per_target = (seconds[n_targets] - seconds[2]) / (n_targets - 2)
+    measured = per_target > 0
     # run 0's G-set as the simulation chose it, with the method's default options
     method, source = get_method("tailoredbench"), full.source.values
     defaults = method.check_options({})
@@ -74,13 +82,18 @@ def one_point(models: int, items: int, sample: int) -> dict:
           points=prepared["points"])  # fmt: skip
     g_set_seconds = time.perf_counter() - start
     return {
-        "seconds_per_target": (seconds[2] + (all_targets - 2) * per_target) / all_targets,
-        "seconds_per_target_without_g_set": per_target,
+        "seconds_per_target": (seconds[2] + (all_targets - 2) * per_target) / all_targets if measured else None,
+        "seconds_per_target_without_g_set": per_target if measured else None,
         "g_set_seconds": g_set_seconds,
         "targets_timed": n_targets,
         "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
         "mae": float(sim.summary["mae"].iloc[0]),
     }
+
+
+#: Timings of a simulation whose first takes under RETIME_BELOW seconds; the least is kept.
+TIMINGS = 2
+RETIME_BELOW = 30.0
 
 
 def _point_in_a_fresh_process(models: int, items: int, sample: int) -> dict:
@@ -155,8 +168,8 @@ def scaling_table() -> list[dict]:
         before = BEFORE.get((models, items))
         label = f"{models} ({models // 2}) x {items}"
         print(
-            f"{label:>26} | {exact['g_set_seconds']:7.2f} | {exact['seconds_per_target']:14.3f} | "
-            f"{exact['peak_gb']:7.2f} | {exact['mae']:6.4f} | {sampled['seconds_per_target']:15.3f} | "
+            f"{label:>26} | {exact['g_set_seconds']:7.2f} | {_seconds(exact, 14)} | "
+            f"{exact['peak_gb']:7.2f} | {exact['mae']:6.4f} | {_seconds(sampled, 15)} | "
             f"{sampled['peak_gb']:7.2f} | {sampled['mae']:6.4f} | "
             + (f"{before[0]:.3f}, {before[1]:.2f}" if before else "-"),
             flush=True,
@@ -164,6 +177,11 @@ def scaling_table() -> list[dict]:
         rows.append({"models": models, "items": items, "exact": exact, "sample": sampled})
     print("(targets timed: 100 up to 5000 items, 20 up to 15000, 6 beyond; the same targets for both columns)")
     return rows
+
+
+def _seconds(point: dict, width: int) -> str:
+    seconds = point["seconds_per_target"]
+    return f"{seconds:{width}.3f}" if seconds is not None else f"{'not measured':>{width}}"
 
 
 def sample_accuracy(runs: int) -> list[dict]:

@@ -2,6 +2,7 @@
 
 import importlib.util
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -22,3 +23,13 @@ def test_one_point_times_the_g_set_and_the_targets(bench, sample):
     assert point["targets_timed"] == 20  # every target of 40 models split in halves
     assert point["g_set_seconds"] > 0 and point["seconds_per_target"] > 0 and point["peak_gb"] > 0
     assert 0 <= point["mae"] < 1
+
+
+def test_a_difference_below_zero_is_not_measured_rather_than_a_time(bench, monkeypatch):
+    # The run of 20 targets timed faster than that of 2 (the G-set inside each varies): no time.
+    clock = iter([0.0, 10.0, 10.0, 20.0, 20.0, 25.0, 25.0, 30.0, 31.0, 32.0])  # 2 targets twice, 20 twice, the G-set
+    monkeypatch.setattr(bench, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    point = bench.one_point(40, 400, 0)
+    assert point["seconds_per_target"] is None and point["seconds_per_target_without_g_set"] is None
+    assert bench._seconds(point, 15).strip() == "not measured"
+    assert bench._seconds({"seconds_per_target": 0.0123}, 15) == "          0.012"
