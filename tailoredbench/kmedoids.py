@@ -722,9 +722,10 @@ def _score(d, dno, dso, wo, p, delta, nearer):
     # nearest at position p), of weight wo: what the swap changes for it, nothing unless
     # d < dso (nearer: known to be). Returns the change shared by every medoid removed; adds
     # the rest to delta[p]. Selects rather than branches: both tests go either way
-    # unpredictably (measured: 12-15% faster on GSM8K and at 14042 items for d < dn[o], 1.3x at
-    # 14042 items for d < ds[o]). A point not nearer adds +0.0, which leaves every sum as it
-    # was, since none is -0.0: removal sums terms of at least +0.0, and every change is below 0.
+    # unpredictably (measured: 12-15% faster on GSM8K and at 14042 items for d < dno, 1.3x at
+    # 14042 items for d < dso). A point not nearer adds +0.0, which leaves every sum as it
+    # was, since none is -0.0: removal sums terms of +0.0 or more, every change is +0.0 or
+    # negative, and a sum of such terms is never -0.0.
     closer = d < dno
     delta[p] += wo * ((dno if closer else d) - dso) if nearer or d < dso else 0.0
     return wo * (d - dno) if closer else 0.0
@@ -800,8 +801,8 @@ def _fasterpam(D, words, least, scale, table, root, w, medoids, n_fixed, max_ite
                 # no branch on the distance (a further bound per point, or a branch, cost
                 # more than the distances they spared: 1.3-1.6x at 14042 items)
                 _open(words, x, columns, counts, found)
-                wx, first_words = words[0, x], words[0]
-                if words.shape[0] == 1:
+                if words.shape[0] == 1:  # one word: no loop over words (a test per point cost 4%)
+                    wx, first_words = words[0, x], words[0]
                     for block in range(found.shape[0]):
                         mask = found[block]
                         while mask:
