@@ -262,9 +262,16 @@ def binary_points(X: np.ndarray, metric: str = "manhattan") -> BinaryPoints:
     """
     check_distance(metric)
     X = np.asarray(X, dtype=np.float64)
-    # Rows packed to bytes make one sortable key each: 15x faster than np.unique(axis=0).
+    # Rows packed to bytes make one sortable key each: 15x faster than np.unique(axis=0), and
+    # up to 64 columns one integer, 3x faster again to sort than bytes. Any key that tells
+    # rows apart will do: the patterns are numbered by first occurrence below.
     packed = np.packbits(X.astype(bool), axis=1)
-    keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
+    if packed.shape[1] <= 8:
+        keys = np.zeros((len(packed), 8), dtype=np.uint8)
+        keys[:, : packed.shape[1]] = packed
+        keys = keys.view(np.uint64).ravel()
+    else:
+        keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
     _, first, pattern, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
     # Number patterns by first occurrence, not lexicographically: FasterPAM's eager
     # swaps scan points in order, and a sorted order (all-wrong patterns first) biases
@@ -661,21 +668,18 @@ def _nearest_two_of(to_medoids, o, near, second, dn, ds):
     # Nearest and second-nearest medoid of point o, ties to the earlier position.
     # to_medoids[o, p] is o's distance to medoid position p: one row per point, so a
     # point's k distances are read together rather than from k rows of D.
-    dn[o] = np.inf
-    ds[o] = np.inf
-    near[o] = -1
-    second[o] = -1
+    # In locals, stored once: the arrays may alias as far as the compiler knows, so it would
+    # otherwise load and store them at every medoid.
+    first_d, second_d, first_p, second_p = np.inf, np.inf, -1, -1
     row = to_medoids[o]
     for p in range(row.shape[0]):
         d = row[p]
-        if d < dn[o]:
-            ds[o] = dn[o]
-            second[o] = near[o]
-            dn[o] = d
-            near[o] = p
-        elif d < ds[o]:
-            ds[o] = d
-            second[o] = p
+        if d < first_d:
+            second_d, second_p = first_d, first_p
+            first_d, first_p = d, p
+        elif d < second_d:
+            second_d, second_p = d, p
+    dn[o], ds[o], near[o], second[o] = first_d, second_d, first_p, second_p
 
 
 @numba.njit(cache=True, nogil=True)

@@ -135,14 +135,17 @@ def test_distance_names():
         binary_distances(np.zeros((3, 3)), "braycurtis")
 
 
-def test_binary_points_merge_identical_rows_exactly(rng):
-    X = (rng.random((12, 4)) < 0.5).astype(float)[rng.integers(0, 12, size=60)]  # many duplicates
+@pytest.mark.parametrize("n_columns", [1, 4, 64, 65])  # up to 64 columns a row's key is one integer
+def test_binary_points_merge_identical_rows_exactly(rng, n_columns):
+    X = (rng.random((12, n_columns)) < 0.5).astype(float)[rng.integers(0, 12, size=60)]  # many duplicates
     points = binary_points(X)
     assert points.counts.sum() == 60 and len(points.counts) <= 12
     full = binary_distances(X)
     assert np.allclose(points.distances[points.pattern][:, points.pattern], full)
     # patterns are numbered by first occurrence
     assert points.pattern[0] == 0 and np.all(np.diff(np.unique(points.pattern, return_index=True)[1]) > 0)
+    _, first, inverse = np.unique(X, axis=0, return_index=True, return_inverse=True)
+    assert np.array_equal(points.pattern, np.argsort(np.argsort(first))[inverse.reshape(-1)])
 
 
 @pytest.mark.parametrize("seed", range(8))
