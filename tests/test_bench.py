@@ -33,3 +33,18 @@ def test_a_difference_below_zero_is_not_measured_rather_than_a_time(bench, monke
     assert point["seconds_per_target"] is None and point["seconds_per_target_without_g_set"] is None
     assert bench._seconds(point, 15).strip() == "not measured"
     assert bench._seconds({"seconds_per_target": 0.0123}, 15) == "          0.012"
+
+
+def test_more_targets_timed_sampled_and_the_mae_of_the_exact_columns_targets(bench, monkeypatch):
+    # Sampled beyond 15000 items, 30 targets are timed, 6 exact; the MAE columns stay those of the same 6.
+    from tailoredbench.datasets.benchmarks import Benchmark
+    from tailoredbench.datasets.synthetic import synthetic_2pl
+    from tailoredbench.simulate import simulate
+
+    assert bench._targets(50000, 750) == 30 and bench._targets(50000) == 6 and bench._targets(14042, 750) == 20
+    monkeypatch.setattr(bench, "_targets", lambda items, sample=0: 10 if sample else 4)
+    point = bench.one_point(40, 400, 60)
+    full = synthetic_2pl(40, 400)
+    four = Benchmark(full.name, full.source, full.target.take_models(range(4)), full.provenance)
+    expected = simulate(four, budgets=[30], runs=1, method_options={"sample": 60}).summary["mae"].iloc[0]
+    assert point["targets_timed"] == 10 and point["mae"] == expected
