@@ -165,7 +165,7 @@ def gsm8k_figures(runs: int) -> dict:
 def scaling_table() -> list[dict]:
     print(
         "\nScaling, SYNTHETIC 2PL, one run at budget 30, one worker: seconds per target of a run with every target "
-        "(its share of the G-set included), the process's peak memory, and the MAE of the targets timed"
+        "(its share of the G-set included), the process's peak memory, and the MAE of the exact column's targets"
     )
     print(
         f"{'models (targets) x items':>26} | {'G-set s':>7} | {'exact s/target':>14} | {'peak GB':>7} | {'MAE':>6} | "
