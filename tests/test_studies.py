@@ -164,7 +164,7 @@ def test_beyond_notebook_smoke(tmp_path):
         "split_benchmark": "gsm8k",
         "split_runs": 1,
         "random_splits": 0,
-        "jobs": 1,
+        "jobs": 2,
         "reports_dir": "../reports",  # the committed reports, from notebooks/
     }
     reproduce(["beyond"], parameters=params, output_dir=tmp_path, log=lambda _: None)
