@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from collections.abc import Sequence
 from contextlib import ExitStack, contextmanager
@@ -150,9 +152,13 @@ def dask_client(backend: str | None, scheduler: str | None, n_jobs: int):
         return
     with ExitStack() as stack:
         if scheduler == "local":
+            # Its worker processes are started with MALLOC_TRIM_THRESHOLD_, OMP_NUM_THREADS and
+            # more set in this process's environment, for good; it is put back as it was when the
+            # cluster closes, so that processes this one starts later do not inherit them.
+            stack.callback(_restore_environment, dict(os.environ))
             cluster = stack.enter_context(
                 distributed.LocalCluster(
-                    n_workers=max(n_jobs, 1), threads_per_worker=1, dashboard_address=None, silence_logs="error"
+                    n_workers=max(n_jobs, 1), threads_per_worker=1, dashboard_address=None, silence_logs=logging.ERROR
                 )
             )
             address = cluster.scheduler_address
@@ -163,6 +169,12 @@ def dask_client(backend: str | None, scheduler: str | None, n_jobs: int):
         except (OSError, TimeoutError) as error:
             raise TailoredBenchError(f"cannot reach the dask scheduler at {scheduler}: {error}") from None
         yield client
+
+
+def _restore_environment(saved: dict) -> None:
+    if dict(os.environ) != saved:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def _exact_where_all_seen(estimates, oracle: Oracle) -> np.ndarray:

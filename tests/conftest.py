@@ -5,6 +5,8 @@ import nbformat
 import numpy as np
 import pytest
 
+from tailoredbench.simulate import _restore_environment
+
 ROOT = Path(__file__).resolve().parents[1]
 # No run cache unless a test asks for one: runs compared for determinism must each be computed.
 os.environ["TAILOREDBENCH_RUN_CACHE"] = ""
@@ -23,9 +25,7 @@ def environment_restored():
     """
     saved = dict(os.environ)
     yield
-    if dict(os.environ) != saved:
-        os.environ.clear()
-        os.environ.update(saved)
+    _restore_environment(saved)
 
 
 @pytest.fixture

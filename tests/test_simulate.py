@@ -1,6 +1,7 @@
 """The simulation runner: determinism across workers and backends."""
 
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,28 @@ def test_a_multi_process_dask_cluster_by_address_from_python_and_the_command_lin
         {k: v for k, v in json.loads(out).items() if k != "seconds_per_run"} for out in (local, capsys.readouterr().out)
     ]
     assert timeless[0] == timeless[1]
+
+
+def test_a_local_dask_cluster_by_default_from_the_command_line(tmp_path, capsys):
+    # --backend dask without --scheduler starts a cluster of --jobs processes on this machine; its
+    # workers were refused a log level once ("Nanny failed to start", a traceback). The process's
+    # environment is put back as it was when the cluster closes.
+    pytest.importorskip("distributed")
+    from tailoredbench.cli import main
+
+    path = tmp_path / "matrix.npy"
+    np.save(path, synthetic_matrix(40, 90, 13))  # SYNTHETIC
+    args = ["simulate", "--matrix", str(path), "--budget", "12", "--runs", "2", "--g-size", "5", "--no-interval"]
+    args.append("--json")
+    environment = dict(os.environ)
+    assert main([*args, "--jobs", "2", "--backend", "dask"]) == 0
+    assert dict(os.environ) == environment
+    on_dask = json.loads(capsys.readouterr().out)
+    assert main(args) == 0
+    here = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in on_dask.items() if k != "seconds_per_run"} == {
+        k: v for k, v in here.items() if k != "seconds_per_run"
+    }
 
 
 def test_a_scheduler_needs_the_dask_backend_and_dask_needs_a_client():
