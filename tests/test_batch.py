@@ -134,12 +134,12 @@ def test_after_a_failure_running_notebooks_finish_and_no_other_starts(notebooks,
     assert not (out / "three").exists()
 
 
-def _interrupted_run(notebooks, out, log, *, kill_after=None, presses=1):
+def _interrupted_run(notebooks, out, log, *, kill_after=None, presses=1, ready=None):
     """Run one, two and three two at a time in a child process, Ctrl-C it (``presses`` times, a
-    second apart) once one and two have run their parameters cell, and return its exit status,
-    its output and the seconds it took to stop. The child writes to a file, not a pipe: its
-    kernels hold what it writes to, and a pipe would stay open as long as they live. Whatever
-    happens, nothing is left running."""
+    second apart) once one and two have run their parameters cell (and the file ``ready``
+    exists, if given), and return its exit status, its output and the seconds it took to stop.
+    The child writes to a file, not a pipe: its kernels hold what it writes to, and a pipe
+    would stay open as long as they live. Whatever happens, nothing is left running."""
     script = (
         "import signal, sys\n"
         # Ctrl-C as a terminal delivers it, even where the tests run in a shell's background
@@ -162,7 +162,7 @@ def _interrupted_run(notebooks, out, log, *, kill_after=None, presses=1):
         started = set()
         # each notebook has run its parameters cell and starts the next: an interrupt may
         # reach its kernel before the kernel can take it
-        while started != {"one", "two"}:
+        while started != {"one", "two"} or (ready is not None and not ready.exists()):
             assert child.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
             started = {line.split(":")[0] for line in log.read_text().splitlines() if "1/3 code cells" in line}
@@ -205,11 +205,18 @@ def test_ctrl_c_interrupts_every_running_notebook_and_keeps_their_reports(notebo
 )
 def test_a_kernel_deaf_to_ctrl_c_is_killed_and_the_run_stops(notebooks, tmp_path, kill_after, presses, within):
     deaf = nbformat.read(notebooks / "two.ipynb", as_version=4)
-    deaf.cells[1].source = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + deaf.cells[1].source
+    # Deaf once the file is written: a Ctrl-C sent earlier would reach the kernel before the
+    # cell ignores it, fail the notebook at once and end the run before a second Ctrl-C, which
+    # then killed the exiting run (seen under load: exit status -2).
+    deaf_now = tmp_path / "deaf"
+    deaf.cells[1].source = (
+        "import pathlib, signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        f"pathlib.Path({str(deaf_now)!r}).touch()\n" + deaf.cells[1].source
+    )
     nbformat.write(deaf, notebooks / "two.ipynb")
     out = tmp_path / "reports"
     status, written, seconds = _interrupted_run(
-        notebooks, out, tmp_path / "log.txt", kill_after=kill_after, presses=presses
+        notebooks, out, tmp_path / "log.txt", kill_after=kill_after, presses=presses, ready=deaf_now
     )
     assert status == 1, written
     assert seconds < within  # not the 120 s it sleeps, nor kill_after
