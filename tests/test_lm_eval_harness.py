@@ -1,9 +1,10 @@
 """The whole real-use loop against the real lm-evaluation-harness: plan, lm-eval, plan, lm-eval, estimate.
 
-lm-eval's ``dummy`` model runs offline and without torch on a local task (a YAML named
-``arc_challenge`` over 1172 placeholder documents, so that doc_ids line up with the
-benchmark's). Its answers are random, so the estimate is not compared with any truth:
-what is tested is that the files lm-eval really writes are read, checked and used.
+lm-eval's ``dummy`` model runs offline and without torch on local tasks (YAMLs named
+``arc_challenge`` over 1172 placeholder documents and ``gsm8k`` over 1319, so that doc_ids
+line up with the benchmarks'). Its answers are random (or always "lol"), so the estimate is
+not compared with any truth: what is tested is that the files lm-eval really writes are
+read, checked and used.
 """
 
 import json
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from tailoredbench.cli import main
+from tailoredbench.datasets.lm_eval import read_samples
+from tailoredbench.errors import DataError
 
 pytestmark = pytest.mark.lm_eval
 
@@ -34,6 +37,35 @@ metric_list:
   - metric: acc_norm
 """
 
+# Generated answers scored twice, as lm-eval's own GSM8K task does: each document is then
+# written once per filter. The dummy model answers "lol": "whole" keeps it, "strict-match"
+# finds no "#### <number>" in it and gives "[invalid]", so the targets tell the filters apart.
+GSM8K_YAML = """task: gsm8k
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {docs}
+test_split: test
+output_type: generate_until
+doc_to_text: "{{{{question}}}}"
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: ["Question:"]
+  do_sample: false
+metric_list:
+  - metric: exact_match
+filter_list:
+  - name: strict-match
+    filter:
+      - function: regex
+        regex_pattern: "#### (-?[0-9.,]+)"
+      - function: take_first
+  - name: whole
+    filter:
+      - function: take_first
+"""
+GSM8K_TARGETS = ("lol", "[invalid]", "7")  # doc_id % 3: right under "whole", under "strict-match", under neither
+
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory):
@@ -44,16 +76,21 @@ def tasks(tmp_path_factory):
             out.write(json.dumps({"question": f"placeholder {i}", "choices": ["A", "B", "C", "D"], "answer": i % 4}))
             out.write("\n")
     (folder / "arc_challenge.yaml").write_text(TASK_YAML.format(docs=docs))
+    math = folder / "gsm8k_docs.jsonl"
+    with math.open("w") as out:
+        for i in range(1319):
+            out.write(json.dumps({"question": f"placeholder {i}", "answer": GSM8K_TARGETS[i % 3]}) + "\n")
+    (folder / "gsm8k.yaml").write_text(GSM8K_YAML.format(docs=math))
     return folder
 
 
-def lm_eval(tasks: Path, selection: Path, output: Path) -> list[Path]:
+def lm_eval(tasks: Path, selection: Path, output: Path, task: str = "arc_challenge") -> list[Path]:
     """Run lm-eval's dummy model on the selected documents; the samples files it wrote."""
     before = set(output.rglob("samples_*.jsonl")) if output.exists() else set()
     executable = shutil.which("lm-eval", path=os.path.dirname(sys.executable)) or shutil.which("lm-eval")
     assert executable, "lm-eval is not installed (pip install -e '.[test]')"
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
-    command = [executable, "run", "--model", "dummy", "--tasks", "arc_challenge", "--include_path", str(tasks)]
+    command = [executable, "run", "--model", "dummy", "--tasks", task, "--include_path", str(tasks)]
     command += ["--samples", str(selection), "--log_samples", "--output_path", str(output)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -104,3 +141,29 @@ def test_rounds_to_a_precision_with_lm_eval(tasks, tmp_path, capsys):
     assert result["budget"] in (15, 20) and len(result["items_used"]) == result["budget"]
     assert result["model"] == "dummy({})" and result["status"] in ("precision reached", "maximum budget reached")
     assert 0.0 <= result["interval_low"] <= result["estimate"] <= result["interval_high"] <= 1.0
+
+
+def test_gsm8k_samples_of_two_filters_are_read_by_the_one_named(tasks, tmp_path, capsys):
+    """lm-eval writes each GSM8K document once per filter; the plan reads the filter its metric names."""
+    plan, out = tmp_path / "plan", tmp_path / "out"
+    assert main(["plan", "--benchmark", "gsm8k", "--out", str(plan)]) == 0
+    assert json.loads((plan / "state.json").read_text())["metric"] == "exact_match,strict-match"
+    (first,) = lm_eval(tasks, plan / "g_set.json", out, task="gsm8k")
+    g_set = json.loads((plan / "g_set.json").read_text())["gsm8k"]
+    lines = [json.loads(line) for line in first.read_text().splitlines()]
+    assert sorted(line["filter"] for line in lines) == sorted(["strict-match", "whole"] * len(g_set))
+    for name, right in (("whole", 0), ("strict-match", 1)):
+        read = read_samples(first, f"exact_match,{name}", "gsm8k")
+        assert read == {d: float(d % 3 == right) for d in g_set}
+    with pytest.raises(DataError, match="several filters"):
+        read_samples(first, "exact_match", "gsm8k")
+    assert main(["plan", "--state", str(plan), "--samples", str(first), "--budget", "30"]) == 0
+    assert len(json.loads((plan / "n_set.json").read_text())["gsm8k"]) == 20
+
+    # a metric that names no filter: one line, naming the filters to choose from
+    other = tmp_path / "other"
+    assert main(["plan", "--benchmark", "gsm8k", "--metric", "exact_match", "--out", str(other)]) == 0
+    capsys.readouterr()
+    assert main(["plan", "--state", str(other), "--samples", str(first), "--budget", "30"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'strict-match', 'whole'" in err and "exact_match,strict-match" in err

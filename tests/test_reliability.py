@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 
@@ -90,6 +91,58 @@ def test_gzipped_samples_are_read(tmp_path):
     gz = samples_file(tmp_path, lines, "samples_arc_challenge_2025-01-01T00-00-00.jsonl.gz", compress=True)
     packed = read_samples(gz, "acc_norm")
     assert plain == packed == {0: 1.0, 4: 0.0}
+
+
+# lm-eval writes a document once per filter (GSM8K: strict-match and flexible-extract), the
+# metric under the same key in each line
+TWO_FILTERS = [
+    {"doc_id": d, "filter": f, "exact_match": float(v)}
+    for f, values in (("strict-match", [0, 1, 0]), ("flexible-extract", [1, 1, 0]))
+    for d, v in enumerate(values)
+]
+
+
+def test_a_named_filter_reads_its_lines_only(tmp_path):
+    path = samples_file(tmp_path, TWO_FILTERS, "samples_gsm8k_2025-01-01T00-00-00.jsonl")
+    assert read_samples(path, "exact_match,strict-match") == {0: 0.0, 1: 1.0, 2: 0.0}
+    assert read_samples(path, "exact_match,flexible-extract") == {0: 1.0, 1: 1.0, 2: 0.0}
+
+
+@pytest.mark.parametrize(
+    ("lines", "metric", "message"),
+    [
+        (
+            TWO_FILTERS,
+            "exact_match",
+            "several filters ('strict-match', 'flexible-extract'); name one after the metric, "
+            "e.g. 'exact_match,strict-match'",
+        ),
+        (
+            TWO_FILTERS,
+            "exact_match,strict",
+            "no samples of filter 'strict'; the file has 'strict-match', 'flexible-extract'",
+        ),
+        ([*TWO_FILTERS[:1], {"doc_id": 1, "exact_match": 1.0}], "exact_match", "'strict-match', 'none'"),
+        ([{"doc_id": 0, "filter": 3, "exact_match": 1.0}], "exact_match", "line 1 has filter 3, not a name"),
+        (TWO_FILTERS[:1] * 2, "exact_match,strict-match", "doc_id 0 appears twice in filter 'strict-match'"),
+        # one line, a value per filter under suffixed keys: which is meant must be said
+        (
+            [{"doc_id": 0, "exact_match,strict-match": 1.0, "exact_match,flexible-extract": 0.0}],
+            "exact_match",
+            "has exact_match,strict-match, exact_match,flexible-extract; name one as the metric",
+        ),
+    ],
+)
+def test_samples_of_several_filters_need_one_named(tmp_path, lines, metric, message):
+    path = samples_file(tmp_path, lines, "samples_gsm8k_2025-01-01T00-00-00.jsonl")
+    with pytest.raises(DataError, match=re.escape(message)):
+        read_samples(path, metric)
+
+
+def test_a_filter_named_in_the_key_is_read_from_lines_without_filters(tmp_path):
+    lines = [{"doc_id": 0, "exact_match,strict-match": 1.0, "exact_match,flexible-extract": 0.0}]
+    path = samples_file(tmp_path, lines, "samples_gsm8k_2025-01-01T00-00-00.jsonl")
+    assert read_samples(path, "exact_match,flexible-extract") == {0: 0.0}
 
 
 # --- the plan folder: one model, a state you can trust, nothing overwritten ---------------

@@ -253,7 +253,10 @@ SPECS: dict[str, BenchmarkSpec] = {
             "test items, split as given by the paper (accuracy-stratified, alternating). Models are unnamed.",
             max_models=None,
             lm_eval_task="gsm8k",
-            lm_eval_metric="exact_match",
+            # lm-eval scores GSM8K twice: the number after "####" (strict-match, the form of
+            # the dataset's own answers) and the last number anywhere (flexible-extract); the
+            # paper's data do not say which scored them
+            lm_eval_metric="exact_match,strict-match",
         ),
         _spec(
             "winogrande",

@@ -3,7 +3,11 @@
 lm-eval (EleutherAI, 0.4.x) writes one JSON Lines file per task and model when run
 with ``--log_samples``: ``<output_path>/<model>/samples_<task>_<timestamp>.jsonl``,
 one line per document with its ``doc_id`` and a value per metric (``acc``,
-``acc_norm``, ``exact_match``, ...). Its ``--samples`` option takes
+``acc_norm``, ``exact_match``, ...), and one such line per *filter* of a task that
+post-processes its answers in several ways: GSM8K's lines come twice, ``"filter":
+"strict-match"`` and ``"filter": "flexible-extract"``. A metric is then named as lm-eval's
+results name it, with its filter after a comma (``exact_match,strict-match``). Its
+``--samples`` option takes
 ``{"<task>": [doc_id, ...]}`` (a JSON string or a path to a JSON file) and runs only
 those documents.
 """
@@ -49,6 +53,8 @@ def _metric_value(record: dict, metric: str, where: str) -> float:
         keys = [k for k in record if k.startswith(metric + ",")]
         if not keys:
             raise DataError(f"{where}: no '{metric}' value in doc_id {record.get('doc_id')}")
+        if len(keys) > 1:
+            raise DataError(f"{where}: doc_id {record.get('doc_id')} has {', '.join(keys)}; name one as the metric")
         value = record[keys[0]]
     if isinstance(value, list) and len(value) == 1:  # some metrics are logged as a one-element list
         value = value[0]
@@ -115,14 +121,18 @@ def model_of(path: str | Path) -> str:
 def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict[int, float]:
     """``{doc_id: 0/1}`` from one lm-eval samples file.
 
-    A gzip'd file is read as well.
+    A gzip'd file is read as well. ``metric`` may name a filter after a comma
+    (``exact_match,strict-match``): only the lines of that filter are read. A file whose
+    lines carry several filters needs one named: which of them the source models' results
+    were scored with is a choice, not the reader's to guess.
 
     Raises
     ------
     DataError
         The file is missing or not JSON Lines, belongs to another task (by its name),
-        has a doc_id that is not an integer or repeats one, or lacks the metric, or has
-        one that is not 0/1.
+        has a doc_id that is not an integer or repeats one within a filter, lacks the
+        metric or the filter named, holds several filters and none is named, or has a
+        value that is not 0/1.
     """
     path = Path(path)
     if not path.is_file():
@@ -130,7 +140,7 @@ def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict
     named = task_of(path)
     if task is not None and named is not None and named != task:
         raise DataError(f"{path}: a samples file of task '{named}', expected '{task}'")
-    results: dict[int, float] = {}
+    by_filter: dict[str | None, list[tuple[int, dict]]] = {}
     for number, line in enumerate(_lines(path), start=1):
         if not line.strip():
             continue
@@ -140,13 +150,41 @@ def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict
             raise DataError(f"{path}: line {number} is not JSON") from None
         if not isinstance(record, dict) or "doc_id" not in record:
             raise DataError(f"{path}: line {number} has no doc_id")
+        applied = record.get("filter")
+        if applied is not None and not isinstance(applied, str):
+            raise DataError(f"{path}: line {number} has filter {applied!r}, not a name")
+        by_filter.setdefault(_unfiltered(applied), []).append((number, record))
+    named = metric.split(",", 1)[1] if "," in metric else None
+    if named is not None and set(by_filter) != {None}:  # lines that carry no filter: the name is in the key
+        if _unfiltered(named) not in by_filter:
+            raise DataError(f"{path}: no samples of filter '{named}'; the file has {_filters(by_filter)}")
+        records = by_filter[_unfiltered(named)]
+    elif len(by_filter) > 1:
+        first = next(f for f in by_filter if f is not None)
+        raise DataError(
+            f"{path}: samples of several filters ({_filters(by_filter)}); name one after the metric, "
+            f"e.g. '{metric},{first}'"
+        )
+    else:
+        records = next(iter(by_filter.values()), [])
+    results: dict[int, float] = {}
+    for number, record in records:
         doc_id = _doc_id(record["doc_id"], f"{path}: line {number}")
         if doc_id in results:
-            raise DataError(f"{path}: doc_id {doc_id} appears twice")
+            raise DataError(f"{path}: doc_id {doc_id} appears twice" + (f" in filter '{named}'" if named else ""))
         results[doc_id] = _metric_value(record, metric, str(path))
     if not results:
         raise DataError(f"{path}: no samples")
     return results
+
+
+def _unfiltered(name: str | None) -> str | None:
+    """A filter's name, None for none: lm-eval names its absence "none", older lines carry no filter."""
+    return None if name in (None, "none") else name
+
+
+def _filters(by_filter: dict) -> str:
+    return ", ".join(f"'{'none' if f is None else f}'" for f in by_filter)
 
 
 def load_lm_eval_samples(paths: Iterable[str | Path], metric: str, task: str | None = None) -> ResponseMatrix:
