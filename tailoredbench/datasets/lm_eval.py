@@ -137,9 +137,9 @@ def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such samples file")
-    named = task_of(path)
-    if task is not None and named is not None and named != task:
-        raise DataError(f"{path}: a samples file of task '{named}', expected '{task}'")
+    file_task = task_of(path)
+    if task is not None and file_task is not None and file_task != task:
+        raise DataError(f"{path}: a samples file of task '{file_task}', expected '{task}'")
     by_filter: dict[str | None, list[tuple[int, dict]]] = {}
     for number, line in enumerate(_lines(path), start=1):
         if not line.strip():
@@ -154,11 +154,12 @@ def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict
         if applied is not None and not isinstance(applied, str):
             raise DataError(f"{path}: line {number} has filter {applied!r}, not a name")
         by_filter.setdefault(_unfiltered(applied), []).append((number, record))
-    named = metric.split(",", 1)[1] if "," in metric else None
-    if named is not None and set(by_filter) != {None}:  # lines that carry no filter: the name is in the key
-        if _unfiltered(named) not in by_filter:
-            raise DataError(f"{path}: no samples of filter '{named}'; the file has {_filters(by_filter)}")
-        records = by_filter[_unfiltered(named)]
+    wanted = metric.split(",", 1)[1] if "," in metric else None  # the filter the metric names
+    in_filter = ""
+    if wanted is not None and set(by_filter) != {None}:  # lines that carry no filter: the name is in the key
+        if _unfiltered(wanted) not in by_filter:
+            raise DataError(f"{path}: no samples of filter '{wanted}'; the file has {_filters(by_filter)}")
+        records, in_filter = by_filter[_unfiltered(wanted)], f" in filter '{wanted}'"
     elif len(by_filter) > 1:
         first = next(f for f in by_filter if f is not None)
         raise DataError(
@@ -171,7 +172,7 @@ def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict
     for number, record in records:
         doc_id = _doc_id(record["doc_id"], f"{path}: line {number}")
         if doc_id in results:
-            raise DataError(f"{path}: doc_id {doc_id} appears twice" + (f" in filter '{named}'" if named else ""))
+            raise DataError(f"{path}: doc_id {doc_id} appears twice{in_filter}")
         results[doc_id] = _metric_value(record, metric, str(path))
     if not results:
         raise DataError(f"{path}: no samples")
