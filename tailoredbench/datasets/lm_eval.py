@@ -44,11 +44,24 @@ def task_of(path: str | Path) -> str | None:
     return match.group("task") if match else None
 
 
+def _metric_parts(metric: str) -> tuple[str, str | None]:
+    """A metric as lm-eval names it, ``"exact_match,strict-match"``: its name and the filter (None if none).
+
+    >>> _metric_parts("exact_match,strict-match")
+    ('exact_match', 'strict-match')
+    >>> _metric_parts("acc")
+    ('acc', None)
+    """
+    name, comma, applied = metric.partition(",")
+    return name, (applied if comma else None)
+
+
 def _metric_value(record: dict, metric: str, where: str) -> float:
+    name, _ = _metric_parts(metric)
     if metric in record:
         value = record[metric]
-    elif metric.split(",")[0] in record:  # lm-eval may suffix a filter, e.g. "exact_match,strict-match"
-        value = record[metric.split(",")[0]]
+    elif name in record:  # the key lacks the filter the metric names: the line is of that filter
+        value = record[name]
     else:
         keys = [k for k in record if k.startswith(metric + ",")]
         if not keys:
@@ -154,7 +167,7 @@ def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict
         if applied is not None and not isinstance(applied, str):
             raise DataError(f"{path}: line {number} has filter {applied!r}, not a name")
         by_filter.setdefault(_unfiltered(applied), []).append((number, record))
-    wanted = metric.split(",", 1)[1] if "," in metric else None  # the filter the metric names
+    _, wanted = _metric_parts(metric)  # the filter the metric names
     in_filter = ""
     if wanted is not None and set(by_filter) != {None}:  # lines that carry no filter: the name is in the key
         if _unfiltered(wanted) not in by_filter:
