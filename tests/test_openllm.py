@@ -50,3 +50,34 @@ def test_errors_name_the_problem(details, tmp_path, monkeypatch):
         build_openllm_matrix(["org-b/model-2"], "x", config="harness_arc_challenge_25", metric="mc2", loader=loader)
     with pytest.raises(DataError, match="unknown task"):
         build_openllm_matrix(["org-b/model-2"], "mmlu", loader=loader)
+
+
+def test_a_score_that_is_not_correctness_is_refused_before_it_is_cached(tmp_path, monkeypatch):
+    """TruthfulQA's leaderboard score mc2 is a probability per question: no 0/1 matrix, and nothing cached."""
+    monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path / "cache"))
+
+    def loader(repo, config, split):
+        return pd.DataFrame({"metrics": [{"mc1": 1.0, "mc2": 0.62}, {"mc1": 0.0, "mc2": 0.31}]})
+
+    with pytest.raises(DataError, match=r"details_org-a__model-1 \(harness_truthfulqa_mc_0\), 'mc2': non-binary"):
+        build_openllm_matrix(
+            ["org-a/model-1"], "truthfulqa", config="harness_truthfulqa_mc_0", metric="mc2", loader=loader
+        )
+    assert not (tmp_path / "cache").exists()
+    matrix = build_openllm_matrix(
+        ["org-a/model-1"], "truthfulqa", config="harness_truthfulqa_mc_0", metric="mc1", loader=loader
+    )
+    assert matrix.values.tolist() == [[1.0, 0.0]]
+    with pytest.raises(DataError, match="unknown task"):
+        build_openllm_matrix(["org-a/model-1"], "truthfulqa", loader=loader)
+
+
+def test_no_models_and_values_that_are_not_numbers_are_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(DataError, match="arc_challenge: no models given"):
+        build_openllm_matrix([], "arc_challenge", loader=lambda *_: None)
+    for rows in ({"acc_norm": ["yes", "no"]}, {"metrics": [{"acc_norm": "yes"}, {"acc_norm": "no"}]}):
+        with pytest.raises(DataError, match="'acc_norm' holds values that are not numbers"):
+            build_openllm_matrix(
+                ["org-a/model-1"], "arc_challenge", loader=lambda *_, r=rows: pd.DataFrame(r), cache=False
+            )

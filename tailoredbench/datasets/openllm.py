@@ -4,9 +4,9 @@ The leaderboard (v1) published, per model, a Hugging Face dataset
 ``open-llm-leaderboard/details_<org>__<model>`` (since moved to the
 ``open-llm-leaderboard-old`` organisation) with one configuration per task, e.g.
 ``harness_arc_challenge_25``, ``harness_hellaswag_10``, ``harness_winogrande_5``,
-``harness_gsm8k_5``, ``harness_truthfulqa_mc_0`` and ``harness_hendrycksTest_<subject>_5``,
-and a ``latest`` split: one row per example, in the task's example order, with the
-per-example metric either as a column (``acc``) or inside a ``metrics`` dictionary.
+``harness_gsm8k_5`` and ``harness_hendrycksTest_<subject>_5``, and a ``latest`` split:
+one row per example, in the task's example order, with the per-example metric either as
+a column (``acc``) or inside a ``metrics`` dictionary.
 That is how the paper's full 10042-item HellaSwag or 1267-item Winogrande matrices
 can be rebuilt::
 
@@ -26,16 +26,17 @@ import numpy as np
 
 from ..errors import DataError
 from .files import cache_dir, load_cached, store_cached
-from .matrix import ResponseMatrix
+from .matrix import ResponseMatrix, validate_binary
 
 #: Task -> (details configuration, per-example metric), as tinyBenchmarks used them. These are the
 #: leaderboard's own columns (GSM8K's is ``acc`` there), not lm-eval's metric names (``DEFAULT_METRIC``).
+#: TruthfulQA is not here: the leaderboard scored it by ``mc2``, a probability per question, not
+#: 0/1 correctness (``config="harness_truthfulqa_mc_0", metric="mc1"`` is 0/1, another score).
 TASKS = {
     "arc_challenge": ("harness_arc_challenge_25", "acc_norm"),
     "hellaswag": ("harness_hellaswag_10", "acc_norm"),
     "winogrande": ("harness_winogrande_5", "acc"),
     "gsm8k": ("harness_gsm8k_5", "acc"),
-    "truthfulqa": ("harness_truthfulqa_mc_0", "mc2"),
 }
 ORGANISATION = "open-llm-leaderboard-old"
 
@@ -64,14 +65,21 @@ def hub_loader(repo: str, config: str, split: str):
 
 def _correctness(frame, metric: str, where: str) -> np.ndarray:
     if metric in frame.columns:
-        values = frame[metric].to_numpy(dtype=float)
+        try:
+            values = frame[metric].to_numpy(dtype=float)
+        except (TypeError, ValueError):
+            raise DataError(f"{where}: '{metric}' holds values that are not numbers") from None
     elif "metrics" in frame.columns:
         try:
             values = np.array([float(m[metric]) for m in frame["metrics"]])
         except (KeyError, TypeError):
             raise DataError(f"{where}: no '{metric}' in its metrics") from None
+        except ValueError:
+            raise DataError(f"{where}: '{metric}' holds values that are not numbers") from None
     else:
         raise DataError(f"{where}: neither a '{metric}' nor a 'metrics' column")
+    # checked per model, before it is cached: the error names the dataset, not a row number
+    validate_binary(values.reshape(1, -1), f"{where}, '{metric}'")
     return values
 
 
@@ -105,9 +113,11 @@ def build_openllm_matrix(
     Raises
     ------
     DataError
-        A model's dataset lacks the metric, models disagree on the number of examples,
-        or a value is not 0/1.
+        No model is given, a model's dataset lacks the metric or has a value that is not
+        0/1, or models disagree on the number of examples.
     """
+    if not models:
+        raise DataError(f"{task}: no models given")
     if task not in TASKS and (config is None or metric is None):
         raise DataError(f"unknown task {task!r}; give config= and metric=, or one of {', '.join(TASKS)}")
     config = config or TASKS[task][0]
