@@ -44,8 +44,10 @@ $(VENV)/.lab: $(STAMP)
 	$(INSTALL) -c constraints.txt -e ".[lab]"
 	touch $@
 
+# the kernels round as `make reproduce`'s do (tailoredbench/environment.py says why)
+PINS := from tailoredbench.environment import reproducible_numerics as r; print(*(f"{k}={v}" for k, v in r().items()))
 lab: $(VENV)/.lab
-	$(BIN)/jupyter lab notebooks/
+	env $$($(BIN)/python -c '$(PINS)') $(BIN)/jupyter lab notebooks/
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py

@@ -23,6 +23,7 @@ import joblib
 
 from .datasets.benchmarks import PAPER_BENCHMARKS
 from .datasets.files import cache_dir, pin_data_dir
+from .environment import reproducible_numerics
 from .errors import TailoredBenchError
 from .run_cache import ENV as RUN_CACHE
 
@@ -309,16 +310,19 @@ def reproduce(
     root.mkdir(parents=True, exist_ok=True)
     if run_cache is None or run_cache is True:
         run_cache = os.environ.get(RUN_CACHE, cache_dir() / "runs")
-    # The kernels inherit this process's environment: the variable tells them where.
-    previous = os.environ.get(RUN_CACHE)
-    os.environ[RUN_CACHE] = str(Path(run_cache).resolve()) if run_cache else ""
+    # The kernels inherit this process's environment: where the run cache is, and the
+    # variables under which numpy and OpenBLAS round as where the reports are made.
+    settings = {RUN_CACHE: str(Path(run_cache).resolve()) if run_cache else "", **reproducible_numerics()}
+    previous = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
     try:
         return _execute(names, chosen, declared, root, notebooks_dir, log, at_once)
     finally:
-        if previous is None:
-            del os.environ[RUN_CACHE]
-        else:
-            os.environ[RUN_CACHE] = previous
+        for name, value in previous.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
 
 
 def _one_at_a_time(log):

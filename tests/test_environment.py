@@ -75,3 +75,32 @@ def test_a_report_records_the_versions_it_was_computed_with(tmp_path):
     recorded = json.loads((tmp_path / "metrics.json").read_text())["environment"]
     assert recorded["numpy"] == np.__version__ and recorded["scipy"] == scipy.__version__
     assert recorded["scikit-learn"] == sklearn.__version__ and recorded["machine"]
+
+
+def test_reproducible_numerics_pin_openblas_and_numpy_below_avx512_in_the_processes_started_after(monkeypatch):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tailoredbench import environment
+
+    for name in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES"):
+        monkeypatch.delenv(name, raising=False)
+    pins = environment.reproducible_numerics()
+    features = environment._numpy_features()
+    if not (features.get("AVX2") and features.get("FMA3")):
+        assert pins == {}
+        return
+    assert pins["OPENBLAS_CORETYPE"] == "Haswell"
+    assert ("NPY_DISABLE_CPU_FEATURES" in pins) == bool(features.get("X86_V4"))
+    code = "import json; from tailoredbench.environment import versions; print(json.dumps(versions()))"
+    child = subprocess.run([sys.executable, "-c", code], env={**os.environ, **pins}, capture_output=True, text=True)
+    recorded = json.loads(child.stdout)
+    assert "Haswell" in recorded["blas"] and recorded["numpy_simd"] in ("X86_V3", "baseline"), recorded
+
+    # a variable the user set is theirs; another architecture is left as it is
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Zen")
+    assert "OPENBLAS_CORETYPE" not in environment.reproducible_numerics()
+    monkeypatch.setattr(environment.platform, "machine", lambda: "arm64")
+    assert environment.reproducible_numerics() == {}

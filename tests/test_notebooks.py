@@ -2,6 +2,7 @@
 
 import ast
 import json
+import os
 
 import nbformat
 import pytest
@@ -10,6 +11,7 @@ from conftest import ROOT, check_clean, image_cells
 from tailoredbench import SPECS
 from tailoredbench.batch import BENCHMARK_NOTEBOOKS, ORDER, QUICK, NotebookFailed, declared_parameters, reproduce
 from tailoredbench.cli import main
+from tailoredbench.environment import reproducible_numerics
 from tailoredbench.errors import TailoredBenchError
 
 NOTEBOOKS = ROOT / "notebooks"
@@ -88,10 +90,15 @@ def test_an_undeclared_parameter_is_refused_before_anything_runs(tmp_path):
 def test_benchmark_and_main_table_notebooks_run_and_a_failed_rerun_changes_nothing(tmp_path):
     tiny = {"runs": 2, "budgets": [20, 30], "jobs": 1}
     lines = []
+    pins = reproducible_numerics()
     reproduce(["gsm8k"], parameters=tiny, output_dir=tmp_path, log=lines.append)
     assert any("code cells" in line and "elapsed" in line for line in lines)  # progress
     out = tmp_path / "gsm8k"
     metrics = json.loads((out / "metrics.json").read_text())
+    # the kernel computed under the pinned instructions, and this process got its own back
+    if "OPENBLAS_CORETYPE" in pins:
+        assert "Haswell" in metrics["environment"]["blas"] and "X86_V4" not in metrics["environment"]["numpy_simd"]
+    assert not set(pins) & set(os.environ)
     assert metrics["parameters"]["runs"] == 2
     assert metrics["benchmark"]["n_items"] == 1319
     assert metrics["benchmark"]["files"][0]["sha256"]

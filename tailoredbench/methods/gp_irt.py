@@ -21,14 +21,16 @@ evaluating LLMs with fewer examples*, ICML 2024.
    held-out source models at that budget, ``v`` the mean over source models of the
    variance of their per-item correctness, ``n`` the budget.
 
-The fit depends only on the source models and the settings, so it is cached on disk
-(keyed by the data's hash and the settings) and shared by every run. Every step runs
-on one thread (BLAS and OpenMP), so that a seed gives the same numbers whatever the
-machine's core count. On another machine or with other library versions, floating-point
-rounding can move the non-convex IRT fit itself (and the dimension and prior chosen on
-held-out sources with it), and so the numbers beyond rounding: the same code gave
-HellaSwag's gp-IRT an MAE of 0.024 at budget 20 in one environment and 0.021 in another
-(0.0417 against 0.0423 on GSM8K at budget 30 before the threads were pinned). With the
+The fit depends only on the source models, the settings and the rounding, so it is cached
+on disk (keyed by the data's hash, the settings and :func:`tailoredbench.environment.versions`)
+and shared by every run. Every step runs on one thread (BLAS and OpenMP), so that a seed
+gives the same numbers whatever the machine's core count. With other library versions, or
+on a processor whose instructions round otherwise, floating-point rounding can move the
+non-convex IRT fit itself (and the dimension and prior chosen on held-out sources with it),
+and so the numbers beyond rounding: the same code gave HellaSwag's gp-IRT an MAE of 0.024 at
+budget 20 in one environment and 0.021 in another, GSM8K's 0.047 at budget 20 on a processor
+with AVX-512 against 0.051 (the reports' figure, which ``tailoredbench reproduce`` gives
+there too: :func:`tailoredbench.environment.reproducible_numerics`). With the
 run cache on (:mod:`tailoredbench.run_cache`), each run's anchors are kept there too, so
 a notebook that repeats another's runs reads them instead of running KMeans again.
 """
@@ -48,6 +50,7 @@ from threadpoolctl import threadpool_limits
 
 from .. import rng, run_cache
 from ..datasets.files import cache_dir, load_cached, store_cached
+from ..environment import versions
 from .base import Method
 
 DIMENSIONS = (2, 5, 10)
@@ -324,6 +327,8 @@ def _cache_path(source: np.ndarray, budgets) -> object:
         "val": VALIDATION_SHARE,
         "budgets": sorted(budgets),
         "v": CACHE_VERSION,
+        # the fit is non-convex: another numeric library or processor's rounding can move it
+        "environment": versions(),
     }
     digest = hashlib.sha256(np.ascontiguousarray(source, dtype=np.uint8).tobytes())
     digest.update(repr(source.shape).encode())
