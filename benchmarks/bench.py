@@ -4,7 +4,10 @@ Three parts, each beside the figures measured before the scale work (issue 17, s
 2-core machine, one worker, budget 30):
 
 1. GSM8K (75 source, 75 target models, 1319 items): seconds per run, and what the
-   90% intervals add. The paper's official code takes about 100 s per run here.
+   90% intervals add. The paper's official code takes about 100 s per run here. Then
+   one worker in fresh processes, as started and under the instructions ``make
+   reproduce`` pins for the notebooks (:func:`tailoredbench.environment.reproducible_numerics`),
+   alternated.
 2. Scaling on SYNTHETIC 2PL matrices (half the models sources): seconds per target
    model of one run (its share of the G-set included) and the process's peak memory,
    exact and with the large-matrix option (each N-set by CLARA on samples of 750
@@ -165,6 +168,41 @@ def gsm8k_figures(runs: int) -> dict:
     return figures
 
 
+def gsm8k_seconds_per_run(runs: int) -> float:
+    """Seconds per GSM8K run on one worker in this process, after one run that loads the compiled code."""
+    from tailoredbench import load_benchmark, simulate
+
+    bench = load_benchmark("gsm8k")
+    simulate(bench, budgets=[30], runs=1, n_jobs=1)
+    start = time.perf_counter()
+    simulate(bench, budgets=[30], runs=runs, n_jobs=1)
+    return (time.perf_counter() - start) / runs
+
+
+def gsm8k_pinned(runs: int) -> dict | None:
+    """One worker, fresh processes: as started against the notebooks' pinned instructions, alternated."""
+    from tailoredbench.environment import reproducible_numerics
+
+    pins = reproducible_numerics()
+    if not pins:
+        print("  (nothing to pin on this machine: the notebooks compute as started)")
+        return None
+    timed = {"as_started": [], "pinned": []}
+    for _ in range(REPEATS):
+        for name, env in (("as_started", os.environ), ("pinned", {**os.environ, **pins})):
+            command = [sys.executable, __file__, "--gsm8k-run", str(runs)]
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+            timed[name].append(float(done.stdout.strip().splitlines()[-1]))
+    figures = {name: statistics.median(seconds) for name, seconds in timed.items()}
+    shown = {name: f"{figures[name]:.3f} s ({min(t):.3f}-{max(t):.3f})" for name, t in timed.items()}
+    print(
+        f"  1 worker, fresh processes alternated: as started {shown['as_started']}; under make reproduce's "
+        f"{' '.join(f'{k}={v}' for k, v in pins.items())}: {shown['pinned']}",
+        flush=True,
+    )
+    return {**figures, "pins": pins, "timings": timed}
+
+
 def scaling_table() -> list[dict]:
     print(
         "\nScaling, SYNTHETIC 2PL, one run at budget 30, one worker: seconds per target of a run with every target "
@@ -230,15 +268,20 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=20, help="runs of the GSM8K and accuracy figures")
     parser.add_argument("--only", choices=["gsm8k", "scaling", "sample"], help="one part only")
     parser.add_argument("--point", nargs=3, type=int, metavar=("MODELS", "ITEMS", "SAMPLE"), help=argparse.SUPPRESS)
+    parser.add_argument("--gsm8k-run", type=int, metavar="RUNS", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.point:
         print(json.dumps(one_point(*args.point)))
+        return 0
+    if args.gsm8k_run:
+        print(gsm8k_seconds_per_run(args.gsm8k_run))
         return 0
     os.environ.setdefault("PYTHONHASHSEED", "0")
     print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}")
     results = {}
     if args.only in (None, "gsm8k"):
         results["gsm8k"] = gsm8k_figures(args.runs)
+        results["gsm8k_pinned"] = gsm8k_pinned(args.runs)
     if args.only in (None, "scaling"):
         results["scaling"] = scaling_table()
     if args.only in (None, "sample"):

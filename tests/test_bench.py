@@ -48,3 +48,11 @@ def test_more_targets_timed_sampled_and_the_mae_of_the_exact_columns_targets(ben
     four = Benchmark(full.name, full.source, full.target.take_models(range(4)), full.provenance)
     expected = simulate(four, budgets=[30], runs=1, method_options={"sample": 60}).summary["mae"].iloc[0]
     assert point["targets_timed"] == 10 and point["mae"] == expected
+
+
+def test_a_gsm8k_run_is_timed_in_a_fresh_process_as_the_pinned_comparison_does(bench):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(BENCH), "--gsm8k-run", "1"], capture_output=True, text=True, check=True)
+    assert float(done.stdout.strip().splitlines()[-1]) > 0
