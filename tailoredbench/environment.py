@@ -29,7 +29,7 @@ def versions() -> dict[str, str]:
         "python": platform.python_version(),
         "machine": platform.machine(),
         **{name: metadata.version(name) for name in NUMERIC_LIBRARIES},  # without importing them
-        "numpy_simd": " ".join(_numpy_dispatch()) or "baseline",
+        "numpy_simd": " ".join(_numpy_dispatch(_numpy_features())) or "baseline",
         "blas": _blas_kernels(),
     }
 
@@ -54,7 +54,7 @@ def reproducible_numerics() -> dict[str, str]:
     if not (features.get("AVX2") and features.get("FMA3")):
         return {}  # OpenBLAS's Haswell kernels need both; without them it picks older ones anyway
     pins = {"OPENBLAS_CORETYPE": BLAS_CORE}
-    above = [target for target in _numpy_dispatch() if target != "X86_V3"]  # AVX-512's targets
+    above = [target for target in _numpy_dispatch(features) if target != "X86_V3"]  # AVX-512's targets
     if above:
         pins["NPY_DISABLE_CPU_FEATURES"] = ",".join(above)
     return {name: value for name, value in pins.items() if name not in os.environ}
@@ -68,13 +68,12 @@ def _numpy_features() -> dict:
     return dict(__cpu_features__)
 
 
-def _numpy_dispatch() -> list[str]:
-    """The optimisation targets numpy dispatches to on this processor (after any it was told to skip)."""
+def _numpy_dispatch(features: dict) -> list[str]:
+    """The optimisation targets numpy dispatches to on a processor of these features (after any it was told to skip)."""
     try:
         from numpy._core._multiarray_umath import __cpu_dispatch__
     except ImportError:
         return []
-    features = _numpy_features()
     return [target for target in __cpu_dispatch__ if features.get(target)]
 
 

@@ -55,8 +55,8 @@ def folder() -> Path | None:
 
 @functools.cache
 def code_digest() -> str:
-    """A sha256 of every module of the package (by path and contents), and of the Python, machine
-    and numeric library versions that compute the probes (:func:`tailoredbench.environment.versions`)."""
+    """A sha256 of every module of the package (by path and contents), and of the Python, machine,
+    numeric library versions and instructions that compute the probes (:func:`tailoredbench.environment.versions`)."""
     digest = hashlib.sha256(repr(sorted(versions().items())).encode())
     for path in sorted(PACKAGE.rglob("*.py")):
         digest.update(path.relative_to(PACKAGE).as_posix().encode())
