@@ -126,6 +126,15 @@ def _point_in_a_fresh_process(models: int, items: int, sample: int) -> dict:
 REPEATS = 5
 
 
+def _seconds_per_run(bench, runs: int, **kwargs) -> float:
+    """Seconds per run of a simulation at budget 30 (``kwargs`` go to ``simulate``)."""
+    from tailoredbench import simulate
+
+    start = time.perf_counter()
+    simulate(bench, budgets=[30], runs=runs, **kwargs)
+    return (time.perf_counter() - start) / runs
+
+
 def gsm8k_figures(runs: int) -> dict:
     from tailoredbench import load_benchmark, simulate
 
@@ -134,9 +143,7 @@ def gsm8k_figures(runs: int) -> dict:
     simulate(bench, budgets=[30], runs=2, n_jobs=1)  # and load the compiled code in this process
 
     def per_run(**kwargs) -> float:
-        start = time.perf_counter()
-        simulate(bench, budgets=[30], runs=runs, **kwargs)
-        return (time.perf_counter() - start) / runs
+        return _seconds_per_run(bench, runs, **kwargs)
 
     # Each round times the three settings back to back, and what intervals add is read
     # within a round: a drift of the machine's speed then moves both sides of the ratio.
@@ -174,9 +181,7 @@ def gsm8k_seconds_per_run(runs: int) -> float:
 
     bench = load_benchmark("gsm8k")
     simulate(bench, budgets=[30], runs=1, n_jobs=1)
-    start = time.perf_counter()
-    simulate(bench, budgets=[30], runs=runs, n_jobs=1)
-    return (time.perf_counter() - start) / runs
+    return _seconds_per_run(bench, runs, n_jobs=1)
 
 
 def gsm8k_pinned(runs: int) -> dict | None:
