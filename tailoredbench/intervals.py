@@ -146,26 +146,28 @@ def pseudo_targets_of(
 
 
 def _folds(impl, methods, variants, options, extra, pseudo_source, held, budgets, seed, cache) -> list[dict]:
-    """The folds that keep ``pseudo_source``, prepared once: ``held`` is each one's (pseudo-targets, index).
+    """The folds that keep ``pseudo_source``, prepared once and run together: ``held`` is each one's
+    (pseudo-targets, index).
 
     Per fold, per method and budget: (errors, estimates, unlikeness, item counts) of its pseudo-targets.
     """
     prepared = impl.prepare_on_worker(pseudo_source, budgets, seed, cache, **extra, **options)
+    oracles = [{b: Oracle(target, budget=b) for b in budgets} for target, _ in held]
+    keys = [(seed, rng.PSEUDO_RUN + i) for _, i in held]
+    if impl.variants:
+        found = impl.run_variants_many(prepared, pseudo_source, oracles, keys, list(variants.values()), **options)
+        estimates = [{m: by_variant[variants[m]] for m in methods} for by_variant in found]
+    else:
+        (method,) = methods
+        estimates = [{method: e} for e in impl.run_many(prepared, pseudo_source, oracles, keys, **options)]
     return [
-        _fold(impl, methods, variants, options, prepared, pseudo_source, target, budgets, (seed, rng.PSEUDO_RUN + i))
-        for target, i in held
+        _fold_parts(methods, pseudo_source, target, budgets, fold_oracles, fold_estimates)
+        for (target, _), fold_oracles, fold_estimates in zip(held, oracles, estimates, strict=True)
     ]
 
 
-def _fold(impl, methods, variants, options, prepared, pseudo_source, pseudo_target, budgets, key) -> dict:
-    """One fold's pseudo-targets, answered through oracles."""
-    oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
-    if impl.variants:
-        by_variant = impl.run_variants(prepared, pseudo_source, oracles, key, list(variants.values()), **options)
-        estimates = {m: by_variant[variants[m]] for m in methods}
-    else:
-        (method,) = methods
-        estimates = {method: impl.run(prepared, pseudo_source, oracles, key, **options)}
+def _fold_parts(methods, pseudo_source, pseudo_target, budgets, oracles, estimates) -> dict:
+    """One fold's (errors, estimates, unlikeness, item counts) per method and budget, from its oracles' answers."""
     truth = pseudo_target.mean(axis=1)
     parts = {m: {} for m in methods}
     for b in budgets:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed, parallel_config
+from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 from tqdm import tqdm  # plain text: no widget warning in notebooks
 
 from .conformal import difficulty, interval
@@ -185,37 +185,54 @@ def _exact_where_all_seen(estimates, oracle: Oracle) -> np.ndarray:
     return estimates
 
 
-def _one_run(run, settings, prepared, source, target, budgets, seed, with_difficulty=False):
-    rows, seconds, hardness = {}, {}, {}
-    passes: list[tuple[list[str], dict]] = []  # (method names, the oracles they asked through)
+#: Runs given to a worker at once: a method may share work between them (TailoredBench computes
+#: the item distances of a native-source list once for all the runs that meet it).
+RUNS_PER_TASK = 10
+
+
+def _some_runs(runs, settings, prepared, source, target, budgets, seed, with_difficulty=False):
+    """Every method on the runs ``runs``: (run, rows, seconds, hardness) for each, in order.
+
+    A run's numbers do not depend on which runs it is computed with; its seconds are
+    its method's time over the runs given, per run.
+    """
+    keys = [(seed, run) for run in runs]
+    rows = [{} for _ in runs]
+    seconds: dict[str, float] = {}
+    passes: list[tuple[list[str], list[dict]]] = []  # (method names, the oracles of each run they asked through)
     for base, names in _by_base(settings).items():
         impl = get_method(base)
         if len(names) > 1:
             # several variants of one method from one pass (same probes, same oracle)
             start = time.perf_counter()
-            oracles = {b: Oracle(target, budget=b) for b in budgets}
+            oracles = [{b: Oracle(target, budget=b) for b in budgets} for _ in runs]
             variants = [settings[n]["variant"] for n in names]
-            out = impl.run_variants(
-                prepared[base], source, oracles, (seed, run), variants, **_shared(settings[names[0]])
-            )
+            out = impl.run_variants_many(prepared[base], source, oracles, keys, variants, **_shared(settings[names[0]]))
             for name, variant in zip(names, variants, strict=True):
-                rows[name] = np.vstack([_exact_where_all_seen(out[variant][b], oracles[b]) for b in budgets])
-                seconds[name] = (time.perf_counter() - start) / len(names)
+                for i, run_oracles in enumerate(oracles):
+                    found = out[i][variant]
+                    rows[i][name] = np.vstack([_exact_where_all_seen(found[b], run_oracles[b]) for b in budgets])
+                seconds[name] = (time.perf_counter() - start) / len(names) / len(runs)
             passes.append((names, oracles))
             continue
         for name in names:
             start = time.perf_counter()
-            oracles = {b: Oracle(target, budget=b) for b in budgets}
-            estimates = impl.run(prepared[base], source, oracles, (seed, run), **settings[name])
-            seconds[name] = time.perf_counter() - start
-            rows[name] = np.vstack([_exact_where_all_seen(estimates[b], oracles[b]) for b in budgets])
+            oracles = [{b: Oracle(target, budget=b) for b in budgets} for _ in runs]
+            estimates = impl.run_many(prepared[base], source, oracles, keys, **settings[name])
+            seconds[name] = (time.perf_counter() - start) / len(runs)
+            for i in range(len(runs)):
+                rows[i][name] = np.vstack([_exact_where_all_seen(estimates[i][b], oracles[i][b]) for b in budgets])
             passes.append(([name], oracles))
+    hardness = [{} for _ in runs]
     if with_difficulty:  # what each target's interval scales with (tailoredbench.intervals)
         for names, oracles in passes:
-            revealed = [revealed_unlikeness(source, oracles[b]) for b in budgets]  # once per pass
-            for name in names:
-                hardness[name] = np.vstack([difficulty(rows[name][i], *revealed[i]) for i in range(len(budgets))])
-    return run, rows, seconds, hardness
+            for i in range(len(runs)):
+                revealed = [revealed_unlikeness(source, oracles[i][b]) for b in budgets]  # once per pass
+                for name in names:
+                    hardness[i][name] = np.vstack(
+                        [difficulty(rows[i][name][j], *revealed[j]) for j in range(len(budgets))]
+                    )
+    return [(run, rows[i], seconds, hardness[i]) for i, run in enumerate(runs)]
 
 
 def simulate(
@@ -319,13 +336,17 @@ def simulate(
     with dask_client(backend, scheduler, n_jobs), parallel_config(**config):
         prepared = _prepare(source, budgets, settings_of, seed)  # TailoredBench+'s weights are fitted on the workers
         start = time.perf_counter()
+        # as many runs to a task as keeps every worker busy, up to RUNS_PER_TASK
+        size = min(RUNS_PER_TASK, -(-runs // effective_n_jobs(None)))
+        chunks = [range(r, min(r + size, runs)) for r in range(0, runs, size)]
         tasks = Parallel(return_as="generator")(
-            delayed(_one_run)(r, settings_of, prepared, source, target, budgets, seed, interval is not None)
-            for r in range(runs)
+            delayed(_some_runs)(chunk, settings_of, prepared, source, target, budgets, seed, interval is not None)
+            for chunk in chunks
         )
+        done = (out for outs in tasks for out in outs)
         if progress:
-            tasks = tqdm(tasks, total=runs, desc=f"{bench.name} runs")
-        outputs = sorted(tasks, key=lambda out: out[0])
+            done = tqdm(done, total=runs, desc=f"{bench.name} runs")
+        outputs = sorted(done, key=lambda out: out[0])
         wall = time.perf_counter() - start
         # the intervals' calibration on source models, through the same workers
         calibration = {} if interval is None else _calibration(settings_of, source, budgets, seed, prepared)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import sys
 
 import numpy as np
 import pandas as pd
@@ -127,3 +128,50 @@ def test_the_large_matrix_option_is_explicit_and_checked():
         simulate(bench, budgets=[20], runs=1, g_size=5, method_options={"sample": 20})
     with pytest.raises(TailoredBenchError, match="has no option 'sample'"):
         simulate(bench, methods=["random"], budgets=[20], runs=1, method_options={"sample": 100})
+
+
+def test_runs_computed_together_give_each_run_its_numbers_alone(monkeypatch, tmp_path):
+    from tailoredbench.kmedoids import binary_points
+    from tailoredbench.methods.tailoredbench import TailoredBenchMethod, probes, probes_of_runs
+    from tailoredbench.oracle import Oracle
+
+    data = synthetic_matrix(60, 120, 13)  # SYNTHETIC
+    source, target = data[::2], data[1::2]
+    method = TailoredBenchMethod()
+    options = {"g_size": 5, "distance": "manhattan"}
+    embedded = []  # the native-source lists whose items were embedded
+    counting = lambda X, metric: embedded.append(X.tobytes()) or binary_points(X, metric)  # noqa: E731
+    monkeypatch.setattr(sys.modules["tailoredbench.methods.tailoredbench"], "binary_points", counting)
+    for cache in (None, tmp_path):  # the second pass reads the first's probes from the run cache
+        prepared = {**method.prepare(source, [12, 18], distance="manhattan"), "run_cache": cache}
+        keys = [(3, r) for r in range(4)]
+        together = [{} for _ in keys]
+        oracles = [{b: Oracle(target, budget=b) for b in (12, 18)} for _ in keys]
+        embedded.clear()
+        for i, budget, answered in probes_of_runs(prepared, source, oracles, keys, **options):
+            together[i][budget, answered.target] = answered
+        assert len(embedded) == len(set(embedded))  # each list once
+        shared = len(embedded)
+        embedded.clear()
+        for i, key in enumerate(keys):
+            alone = dict(
+                ((budget, a.target), a)
+                for budget, a in probes(
+                    prepared, source, {b: Oracle(target, budget=b) for b in (12, 18)}, key, **options
+                )
+            )
+            assert alone.keys() == together[i].keys()
+            for where, a in alone.items():
+                b = together[i][where]
+                assert np.array_equal(a.probe.items, b.probe.items) and np.array_equal(a.probe.labels, b.probe.labels)
+                assert np.array_equal(a.probe.native_sources, b.probe.native_sources)
+                assert np.array_equal(a.results, b.results) and np.array_equal(a.native_mean, b.native_mean)
+        assert shared < len(embedded)  # some lists came back from run to run, and were embedded once
+    # and a whole simulation, one run to a task against several, intervals and TailoredBench+ included
+    methods = ["tailoredbench", "tailored_plus[mix]", "tailored_plus[stacked]", "random"]
+    kwargs = {"methods": methods, "budgets": [12, 18], "runs": 5, "g_size": 5, "interval": 0.9}
+    several = simulate((source, target), **kwargs)
+    monkeypatch.setattr(sys.modules["tailoredbench.simulate"], "RUNS_PER_TASK", 1)
+    one = simulate((source, target), **kwargs)
+    columns = ["estimate", "interval_low", "interval_high"]
+    assert np.array_equal(several.results[columns].to_numpy(), one.results[columns].to_numpy())

@@ -135,3 +135,32 @@ class Method(ABC):
         A method whose variants share their probe overrides this to ask it once.
         """
         return {v: self.run(prepared, source, oracles, key, **{**options, "variant": v}) for v in variants}
+
+    def run_many(
+        self,
+        prepared: Mapping,
+        source: np.ndarray,
+        oracles: Sequence[Mapping[int, Oracle]],
+        keys: Sequence[Sequence[int]],
+        **options,
+    ) -> list[dict[int, np.ndarray]]:
+        """:meth:`run` of several repetitions (the ``i``-th asks through ``oracles[i]``, seeded by ``keys[i]``).
+
+        The same estimates as one by one; a method that can share work between repetitions overrides it.
+        """
+        return [self.run(prepared, source, run, key, **options) for run, key in zip(oracles, keys, strict=True)]
+
+    def run_variants_many(
+        self,
+        prepared: Mapping,
+        source: np.ndarray,
+        oracles: Sequence[Mapping[int, Oracle]],
+        keys: Sequence[Sequence[int]],
+        variants: Sequence[str],
+        **options,
+    ) -> list[dict[str, dict[int, np.ndarray]]]:
+        """:meth:`run_variants` of several repetitions, as :meth:`run_many`."""
+        return [
+            self.run_variants(prepared, source, run, key, variants, **options)
+            for run, key in zip(oracles, keys, strict=True)
+        ]

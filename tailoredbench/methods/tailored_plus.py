@@ -47,7 +47,7 @@ from ..oracle import Oracle
 from ..tailored import Probe, calibrated_estimate, uncalibrated_estimate
 from .base import Method
 from .random_regression import ridge
-from .tailoredbench import TailoredBenchMethod, probes
+from .tailoredbench import TailoredBenchMethod, probes_of_runs
 
 #: The estimates that ``"stacked"`` combines.
 COMPONENTS = ("calibrated", "local_regression", "neighbours", "uncalibrated")
@@ -240,7 +240,8 @@ def stack_weights(
 
 
 def _stack_folds(pseudo_source, held, budgets, seed, cache, **options) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The folds that keep ``pseudo_source``, prepared once: ``held`` is each one's (pseudo-targets, key).
+    """The folds that keep ``pseudo_source``, prepared once and run together: ``held`` is each one's
+    (pseudo-targets, key).
 
     Per fold: its pseudo-targets' estimates by every component (a column each) at every budget, and their truth.
     """
@@ -248,10 +249,11 @@ def _stack_folds(pseudo_source, held, budgets, seed, cache, **options) -> list[t
     prepared = method.prepare_on_worker(
         pseudo_source, budgets, seed, cache, distance=options["distance"], variants=COMPONENTS
     )
+    oracles = [{b: Oracle(pseudo_target, budget=b) for b in budgets} for pseudo_target, _ in held]
+    keys = [key for _, key in held]
     out = []
-    for pseudo_target, key in held:
-        oracles = {b: Oracle(pseudo_target, budget=b) for b in budgets}
-        found = method.run_variants(prepared, pseudo_source, oracles, key, COMPONENTS, **options)
+    found_all = method.run_variants_many(prepared, pseudo_source, oracles, keys, COMPONENTS, **options)
+    for (pseudo_target, _), found in zip(held, found_all, strict=True):
         columns = np.vstack([np.column_stack([found[c][b] for c in COMPONENTS]) for b in budgets])
         out.append((columns, np.tile(pseudo_target.mean(axis=1), len(budgets))))
     return out
@@ -305,14 +307,23 @@ class TailoredPlus(Method):
         """One repetition: TailoredBench's probes (same random streams), the ``variant`` estimate."""
         return self.run_variants(prepared, source, oracles, key, [variant], **options)[variant]
 
-    def run_variants(
-        self, prepared, source, oracles, key, variants, *, g_size=10, distance="manhattan", weights=None, grow=False
-    ) -> dict[str, dict[int, np.ndarray]]:
+    def run_many(self, prepared, source, oracles, keys, *, variant=DEFAULT_VARIANT, **options):
+        found = self.run_variants_many(prepared, source, oracles, keys, [variant], **options)
+        return [estimates[variant] for estimates in found]
+
+    def run_variants(self, prepared, source, oracles, key, variants, **options) -> dict[str, dict[int, np.ndarray]]:
         """Several variants from one pass over the probes (``weights`` took effect in :meth:`prepare`)."""
-        estimates = {v: {b: np.empty(oracles[b].n_targets) for b in oracles} for v in variants}
+        return self.run_variants_many(prepared, source, [oracles], [key], variants, **options)[0]
+
+    def run_variants_many(
+        self, prepared, source, oracles, keys, variants, *, g_size=10, distance="manhattan", weights=None, grow=False
+    ) -> list[dict[str, dict[int, np.ndarray]]]:
+        """Several repetitions, their probes chosen together (:func:`.tailoredbench.probes_of_runs`)."""
+        estimates = [{v: {b: np.empty(run[b].n_targets) for b in run} for v in variants} for run in oracles]
         names = needed(variants)
-        for budget, a in probes(prepared, source, oracles, key, g_size=g_size, distance=distance, grow=grow):
+        options = {"g_size": g_size, "distance": distance, "grow": grow}
+        for i, budget, a in probes_of_runs(prepared, source, oracles, keys, **options):
             parts = components(source, prepared["accuracy"], a.native_mean, a.probe, a.results, names)
             for v in variants:
-                estimates[v][budget][a.target] = combine(parts, v, prepared.get("weights"))
+                estimates[i][v][budget][a.target] = combine(parts, v, prepared.get("weights"))
         return estimates

@@ -64,6 +64,116 @@ def probes(
     ``grow``: each budget's probe extends the next smaller one's, whose items stay
     asked (the rounds of the sequential mode); by default each budget's is chosen afresh.
     """
+    options = {"g_size": g_size, "distance": distance, "n_native": n_native, "native_offset": native_offset}
+    for _, budget, answered in probes_of_runs(prepared, source, [oracles], [key], **options, sample=sample, grow=grow):
+        yield budget, answered
+
+
+def probes_of_runs(
+    prepared: Mapping,
+    source: np.ndarray,
+    oracles_of_runs: Sequence[Mapping[int, Oracle]],
+    keys: Sequence[Sequence[int]],
+    *,
+    g_size: int,
+    distance: str,
+    n_native: int | None = None,
+    native_offset: int = 0,
+    sample: int = 0,
+    grow: bool = False,
+):
+    """:func:`probes` of several repetitions at once: yield (position of the run, budget, :class:`Answered`).
+
+    Each run's probes are those :func:`probes` gives it alone. Taken together, runs share
+    the item embeddings of native-source lists they have in common: the G-set changes from
+    run to run, but the same lists come back (on GSM8K, 2901 target groups of 100 runs held
+    155 distinct lists), so each list's distances between items are computed once for all
+    the runs given, and only one list's are held at a time.
+    """
+    plans = [
+        _plan(prepared, source, oracles, key, g_size, distance, n_native, native_offset, sample, grow)
+        for oracles, key in zip(oracles_of_runs, keys, strict=True)
+    ]
+    # Targets with the same native sources, in the same order, share one item embedding, in a
+    # run (on ARC, GSM8K, HellaSwag and Winogrande, 8-39% of the targets' lists differ) and across runs.
+    sharing: dict[bytes, dict[int, list[int]]] = {}
+    for i, plan in enumerate(plans):
+        for t, rows in enumerate(plan.neighbours):
+            sharing.setdefault(rows.tobytes(), {}).setdefault(i, []).append(t)
+    for by_run in sharing.values():
+        first, targets = next(iter(by_run.items()))
+        rows = plans[first].neighbours[targets[0]]
+        native = source[rows]
+        points = binary_points(native.T, distance)
+        native_mean = native.mean(axis=0)
+        for i, targets in by_run.items():
+            for budget, answered in plans[i].answer(source, rows, targets, points, native_mean, sample, grow):
+                yield i, budget, answered
+    for plan in plans:
+        plan.store()
+
+
+@dataclass
+class _Plan:
+    """One run's G-set, native sources, and the probes chosen (or read from the run cache) so far."""
+
+    oracles: Mapping[int, Oracle]
+    key: Sequence[int]
+    budgets: list[int]
+    g_items: np.ndarray
+    neighbours: np.ndarray
+    kept: dict  # each cached budget's (items, label digests) per target
+    chosen: dict  # each budget's items per target, as they are chosen
+    digests: dict  # each chosen probe's label digest
+    root: object  # the run cache's folder, or None
+    cache_key: list
+    groups: list
+
+    def answer(self, source, rows, targets, points, native_mean, sample, grow):
+        """The probes of ``targets``, whose native sources are ``rows`` (embedded as ``points``): (budget, Answered)."""
+        kept, g_items = self.kept, self.g_items
+        cached = [(t, b) for t in targets for b in self.budgets if b in kept]
+        read = chosen_probes(
+            points, g_items, rows, [kept[b][0][t] for t, b in cached], [int(kept[b][1][t]) for t, b in cached]
+        )
+        read = dict(zip(cached, read, strict=True))
+        for t in targets:
+            asked = ()
+            for budget in self.budgets:
+                if budget in kept:
+                    probe = read[t, budget]
+                else:
+                    probe = n_set(
+                        source,
+                        rows,
+                        g_items,
+                        budget,
+                        random_state=rng.stream(self.key, rng.N_SET, t, budget),
+                        points=points,
+                        sample=sample,
+                        asked=asked,
+                    )
+                    self.chosen[budget][t] = probe.items
+                    if self.root:  # kept only with the items
+                        # the label digest: a cached probe's labels are then read without the
+                        # distances between all items (tailoredbench.kmedoids.known_labels)
+                        self.digests[budget][t] = label_digest(probe.labels)
+                if grow:
+                    asked = probe.n_set
+                yield budget, Answered(t, probe, native_mean, self.oracles[budget].ask(probe.items, targets=[t])[0])
+
+    def store(self) -> None:
+        """Keep the probes chosen in the run cache (if one is in use)."""
+        for group in self.groups:
+            if group[0] not in self.kept:
+                items = {f"items_{b}": self.chosen[b] for b in group}
+                labels = {f"labels_{b}": self.digests[b] for b in group}
+                parts = [*self.cache_key, list(group)]
+                run_cache.store(self.root, "probes", parts, g_set=self.g_items, **items, **labels)
+
+
+def _plan(prepared, source, oracles, key, g_size, distance, n_native, native_offset, sample, grow) -> _Plan:
+    """Steps 1 and 2 of one run (G-set, native sources), and what the run cache holds of its probes."""
     budgets = sorted(oracles)
     for budget in budgets:
         check_budget(budget, g_size, source.shape[1])
@@ -79,7 +189,7 @@ def probes(
         else []  # no cache: no key to hash
     )
     groups = [tuple(budgets)] if grow else [(b,) for b in budgets]
-    kept, g_items = {}, None  # each cached budget's items per target, and the G-set
+    kept, g_items = {}, None
     for group in groups:
         shapes = {
             "g_set": (g_size,),
@@ -99,51 +209,8 @@ def probes(
     adaptive, order = ranked_sources(source[:, g_items], g_target, distance=distance)
     neighbours = native_rows(order, adaptive if n_native is None else n_native, native_offset)
     chosen = {b: np.empty((n_targets, b), dtype=np.int32) for b in budgets if b not in kept}
-    # each chosen probe's label digest: a cached probe's labels are then read without the
-    # distances between all items (tailoredbench.kmedoids.known_labels)
     digests = {b: np.empty(n_targets, dtype=np.uint64) for b in chosen}
-    # Targets with the same native sources, in the same order, share one item embedding: its
-    # distances are computed once (on ARC, GSM8K, HellaSwag and Winogrande, 8-39% of the targets' lists differ).
-    sharing = {}
-    for t, rows in enumerate(neighbours):
-        sharing.setdefault(rows.tobytes(), []).append(t)
-    for targets in sharing.values():
-        rows = neighbours[targets[0]]
-        native = source[rows]
-        points = binary_points(native.T, distance)
-        native_mean = native.mean(axis=0)
-        cached = [(t, b) for t in targets for b in budgets if b in kept]
-        read = chosen_probes(
-            points, g_items, rows, [kept[b][0][t] for t, b in cached], [int(kept[b][1][t]) for t, b in cached]
-        )
-        read = dict(zip(cached, read, strict=True))
-        for t in targets:
-            asked = ()
-            for budget in budgets:
-                if budget in kept:
-                    probe = read[t, budget]
-                else:
-                    probe = n_set(
-                        source,
-                        rows,
-                        g_items,
-                        budget,
-                        random_state=rng.stream(key, rng.N_SET, t, budget),
-                        points=points,
-                        sample=sample,
-                        asked=asked,
-                    )
-                    chosen[budget][t] = probe.items
-                    if root:  # kept only with the items
-                        digests[budget][t] = label_digest(probe.labels)
-                if grow:
-                    asked = probe.n_set
-                yield budget, Answered(t, probe, native_mean, oracles[budget].ask(probe.items, targets=[t])[0])
-    for group in groups:
-        if group[0] not in kept:
-            items = {f"items_{b}": chosen[b] for b in group}
-            labels = {f"labels_{b}": digests[b] for b in group}
-            run_cache.store(root, "probes", [*cache_key, list(group)], g_set=g_items, **items, **labels)
+    return _Plan(oracles, key, budgets, g_items, neighbours, kept, chosen, digests, root, cache_key, groups)
 
 
 class TailoredBenchMethod(Method):
@@ -180,9 +247,13 @@ class TailoredBenchMethod(Method):
         return {"points": points, "run_cache": run_cache.folder()}
 
     def run(self, prepared, source, oracles, key, *, calibrate=True, **options) -> dict[int, np.ndarray]:
-        estimates = {b: np.empty(oracles[b].n_targets) for b in oracles}
-        for budget, a in probes(prepared, source, oracles, key, **options):
-            estimates[budget][a.target] = (
+        return self.run_many(prepared, source, [oracles], [key], calibrate=calibrate, **options)[0]
+
+    def run_many(self, prepared, source, oracles, keys, *, calibrate=True, **options) -> list[dict[int, np.ndarray]]:
+        """Several repetitions, sharing the native sources' item embeddings (:func:`probes_of_runs`)."""
+        estimates = [{b: np.empty(run[b].n_targets) for b in run} for run in oracles]
+        for i, budget, a in probes_of_runs(prepared, source, oracles, keys, **options):
+            estimates[i][budget][a.target] = (
                 calibrated_estimate(a.native_mean, a.probe, a.results)
                 if calibrate
                 else uncalibrated_estimate(a.probe, a.results)
