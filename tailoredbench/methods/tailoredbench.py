@@ -41,31 +41,13 @@ class Answered:
     results: np.ndarray  # the target's results on probe.items
 
 
-def probes(
-    prepared: Mapping,
-    source: np.ndarray,
-    oracles: Mapping[int, Oracle],
-    key: Sequence[int],
-    *,
-    g_size: int,
-    distance: str,
-    n_native: int | None = None,
-    native_offset: int = 0,
-    sample: int = 0,
-    grow: bool = False,
-):
-    """Steps 1-3 of one repetition: yield an :class:`Answered` per target and budget.
+def probes(prepared: Mapping, source: np.ndarray, oracles: Mapping[int, Oracle], key: Sequence[int], **options):
+    """Steps 1-3 of one repetition: yield (budget, :class:`Answered`) per target and budget.
 
-    Targets come grouped by their native sources, not in index order; each carries its index.
-
-    ``n_native`` and ``native_offset`` override the adaptive native-source rule
-    (see :func:`~tailoredbench.tailored.native_rows`); ``sample`` > 0 chooses each
-    target's N-set by CLARA on samples of that many items (:func:`~tailoredbench.tailored.n_set`).
-    ``grow``: each budget's probe extends the next smaller one's, whose items stay
-    asked (the rounds of the sequential mode); by default each budget's is chosen afresh.
+    Targets come grouped by their native sources, not in index order; each carries its
+    index. ``options`` are those of :func:`probes_of_runs`.
     """
-    options = {"g_size": g_size, "distance": distance, "n_native": n_native, "native_offset": native_offset}
-    for _, budget, answered in probes_of_runs(prepared, source, [oracles], [key], **options, sample=sample, grow=grow):
+    for _, budget, answered in probes_of_runs(prepared, source, [oracles], [key], **options):
         yield budget, answered
 
 
@@ -82,13 +64,19 @@ def probes_of_runs(
     sample: int = 0,
     grow: bool = False,
 ):
-    """:func:`probes` of several repetitions at once: yield (position of the run, budget, :class:`Answered`).
+    """Steps 1-3 of several repetitions: yield (position of the run, budget, :class:`Answered`).
 
-    Each run's probes are those :func:`probes` gives it alone. Taken together, runs share
+    Each run's probes are those it gets alone (:func:`probes`). Taken together, runs share
     the item embeddings of native-source lists they have in common: the G-set changes from
     run to run, but the same lists come back (on GSM8K, 2901 target groups of 100 runs held
     155 distinct lists), so each list's distances between items are computed once for all
     the runs given, and only one list's are held at a time.
+
+    ``n_native`` and ``native_offset`` override the adaptive native-source rule
+    (see :func:`~tailoredbench.tailored.native_rows`); ``sample`` > 0 chooses each
+    target's N-set by CLARA on samples of that many items (:func:`~tailoredbench.tailored.n_set`).
+    ``grow``: each budget's probe extends the next smaller one's, whose items stay
+    asked (the rounds of the sequential mode); by default each budget's is chosen afresh.
     """
     plans = [
         _plan(prepared, source, oracles, key, g_size, distance, n_native, native_offset, sample, grow)
