@@ -175,3 +175,12 @@ def test_runs_computed_together_give_each_run_its_numbers_alone(monkeypatch, tmp
     one = simulate((source, target), **kwargs)
     columns = ["estimate", "interval_low", "interval_high"]
     assert np.array_equal(several.results[columns].to_numpy(), one.results[columns].to_numpy())
+
+
+def test_run_chunks_cover_every_run_once_in_order():
+    run_chunks = sys.modules["tailoredbench.simulate"].run_chunks
+    for runs in (1, 2, 9, 10, 11, 100, 997):
+        for workers in (1, 2, 3, 32):
+            chunks = run_chunks(runs, workers)
+            assert [r for chunk in chunks for r in chunk] == list(range(runs))
+            assert max(map(len, chunks)) <= 10 and (workers == 1 or len(chunks) >= min(runs, workers))
