@@ -266,6 +266,30 @@ def test_no_kernel_socket_folder_is_left(notebooks, tmp_path):
     assert not left
 
 
+def test_a_kernel_is_shut_down_without_an_interrupt(tmp_path):
+    """jupyter_client sends SIGINT to every kernel it shuts down; reproduce's kernels, shut down
+    after their last cell with nothing to interrupt, are not sent it (an idle kernel it reached at
+    the wrong moment printed an error on the console)."""
+    from types import SimpleNamespace
+
+    from jupyter_core.utils import run_sync
+
+    job = SimpleNamespace(kernel=None)
+    kernel = batch._kernel_manager(job, str(tmp_path))(kernel_name="python3")
+    run_sync(kernel.start_kernel)()
+    assert job.kernel is kernel
+    sent, send = [], kernel._async_signal_kernel
+
+    async def recorded(signum):
+        sent.append(signum)
+        await send(signum)
+
+    kernel._async_signal_kernel = recorded
+    run_sync(kernel.shutdown_kernel)()
+    assert signal.SIGINT not in sent
+    assert not run_sync(kernel.is_alive)()
+
+
 WORKERS = """\
 import json, os, pathlib
 import psutil

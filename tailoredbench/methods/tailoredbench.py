@@ -95,7 +95,7 @@ def probes_of_runs(
         points = binary_points(native.T, distance)
         native_mean = native.mean(axis=0)
         for i, targets in by_run.items():
-            for budget, answered in plans[i].answer(source, rows, targets, points, native_mean, sample, grow):
+            for budget, answered in plans[i].answer(source, rows, targets, points, native_mean):
                 yield i, budget, answered
     for plan in plans:
         plan.store()
@@ -116,8 +116,10 @@ class _Plan:
     root: object  # the run cache's folder, or None
     cache_key: list
     groups: list
+    sample: int  # CLARA's sample size for the N-set (0: exact)
+    grow: bool  # each budget's probe extends the next smaller one's
 
-    def answer(self, source, rows, targets, points, native_mean, sample, grow):
+    def answer(self, source, rows, targets, points, native_mean):
         """The probes of ``targets``, whose native sources are ``rows`` (embedded as ``points``): (budget, Answered)."""
         kept, g_items = self.kept, self.g_items
         cached = [(t, b) for t in targets for b in self.budgets if b in kept]
@@ -138,7 +140,7 @@ class _Plan:
                         budget,
                         random_state=rng.stream(self.key, rng.N_SET, t, budget),
                         points=points,
-                        sample=sample,
+                        sample=self.sample,
                         asked=asked,
                     )
                     self.chosen[budget][t] = probe.items
@@ -146,7 +148,7 @@ class _Plan:
                         # the label digest: a cached probe's labels are then read without the
                         # distances between all items (tailoredbench.kmedoids.known_labels)
                         self.digests[budget][t] = label_digest(probe.labels)
-                if grow:
+                if self.grow:
                     asked = probe.n_set
                 yield budget, Answered(t, probe, native_mean, self.oracles[budget].ask(probe.items, targets=[t])[0])
 
@@ -198,7 +200,9 @@ def _plan(prepared, source, oracles, key, g_size, distance, n_native, native_off
     neighbours = native_rows(order, adaptive if n_native is None else n_native, native_offset)
     chosen = {b: np.empty((n_targets, b), dtype=np.int32) for b in budgets if b not in kept}
     digests = {b: np.empty(n_targets, dtype=np.uint64) for b in chosen}
-    return _Plan(oracles, key, budgets, g_items, neighbours, kept, chosen, digests, root, cache_key, groups)
+    return _Plan(
+        oracles, key, budgets, g_items, neighbours, kept, chosen, digests, root, cache_key, groups, sample, grow
+    )
 
 
 class TailoredBenchMethod(Method):
