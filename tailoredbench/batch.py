@@ -441,7 +441,7 @@ def _kernel_manager(job, sockets: str):
             # jupyter_client interrupts every kernel it shuts down. Papermill shuts one down after
             # its last cell, with nothing left to interrupt, and a SIGINT reaching the idle kernel
             # at the wrong moment was printed on the console as "[IPKernelApp] ERROR |
-            # KeyboardInterrupt caught in kernel." (after 2 of 5 full runs). Ctrl-C still interrupts.
+            # KeyboardInterrupt caught in kernel." (in 2 of 4 full runs). Ctrl-C still interrupts.
             if not self.shutting_down:
                 await super()._async_interrupt_kernel()
 
