@@ -266,26 +266,33 @@ def test_no_kernel_socket_folder_is_left(notebooks, tmp_path):
     assert not left
 
 
-def test_a_kernel_is_shut_down_without_an_interrupt(tmp_path):
+def test_a_kernel_is_shut_down_without_an_interrupt():
     """jupyter_client sends SIGINT to every kernel it shuts down; reproduce's kernels, shut down
     after their last cell with nothing to interrupt, are not sent it (an idle kernel it reached at
     the wrong moment printed an error on the console)."""
+    import shutil
+    import tempfile
     from types import SimpleNamespace
 
     from jupyter_core.utils import run_sync
 
     job = SimpleNamespace(kernel=None)
-    kernel = batch._kernel_manager(job, str(tmp_path))(kernel_name="python3")
-    run_sync(kernel.start_kernel)()
-    assert job.kernel is kernel
-    sent, send = [], kernel._async_signal_kernel
+    sockets = tempfile.mkdtemp(prefix="tailoredbench-kernel-")  # short: a socket's path has a length limit
+    kernel = batch._kernel_manager(job, sockets)(kernel_name="python3")
+    sent = []
+    try:
+        run_sync(kernel.start_kernel)()
+        assert job.kernel is kernel
+        send = kernel._async_signal_kernel
 
-    async def recorded(signum):
-        sent.append(signum)
-        await send(signum)
+        async def recorded(signum):
+            sent.append(signum)
+            await send(signum)
 
-    kernel._async_signal_kernel = recorded
-    run_sync(kernel.shutdown_kernel)()
+        kernel._async_signal_kernel = recorded
+        run_sync(kernel.shutdown_kernel)()
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
     assert signal.SIGINT not in sent
     assert not run_sync(kernel.is_alive)()
 
