@@ -11,6 +11,7 @@ import pytest
 from conftest import synthetic_matrix
 from tailoredbench import simulate
 from tailoredbench.errors import TailoredBenchError
+from tailoredbench.simulate import run_chunks
 
 
 def test_same_numbers_on_a_dask_cluster_as_locally():
@@ -178,7 +179,6 @@ def test_runs_computed_together_give_each_run_its_numbers_alone(monkeypatch, tmp
 
 
 def test_run_chunks_cover_every_run_once_in_order():
-    run_chunks = sys.modules["tailoredbench.simulate"].run_chunks
     for runs in (1, 2, 9, 10, 11, 100, 997):
         for workers in (1, 2, 3, 32):
             chunks = run_chunks(runs, workers)
