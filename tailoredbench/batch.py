@@ -71,6 +71,14 @@ LIGHT = frozenset({"method_walkthrough", "tutorial_evaluate_your_model", "main_t
 #: Notebooks that report seconds per run: none runs beside a light notebook, so that with
 #: ``at_once`` 1 their seconds are those of a machine no other notebook shares.
 TIMED = frozenset({*BENCHMARK_NOTEBOOKS, "sequential_precision"})
+#: The tag of a notebook's grid cells, those that run its grids on workers. Once they are done
+#: (the notebook draws its figures and writes its report, on one core), it no longer holds its
+#: slot: the next notebook starts beside it (its kernel, imports and data) and runs its own grid
+#: cells once it has finished, so that no two grids, nor a grid and a light notebook, share the
+#: machine any more than before. On 2 cores, 3-5 s per notebook that ends in figures.
+GRID = "grid"
+#: Seconds between looks at whether a running notebook has left its grid cells.
+POLL = 0.5
 
 #: Seconds that notebooks have to stop after Ctrl-C before their kernels are killed. A kernel
 #: ignores an interrupt that reaches it while it starts a cell (before its handler is set),
@@ -271,8 +279,9 @@ def reproduce(
         cache. ``False`` turns it off. The numbers are the same either way.
     at_once : int, default :data:`AT_ONCE`
         How many notebooks run side by side, besides one of :data:`LIGHT` (never beside one of
-        :data:`TIMED`); a notebook starts after those it reads (:data:`AFTER`). The numbers are
-        the same for any value; only the seconds per run that notebooks report depend on it.
+        :data:`TIMED`); a notebook starts after those it reads (:data:`AFTER`), and one past its
+        grid cells (:data:`GRID`) holds no slot. The numbers are the same for any value; only
+        the seconds per run that notebooks report depend on it.
 
     Returns
     -------
@@ -340,7 +349,8 @@ def _one_at_a_time(log):
 
 def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_once: int) -> list[Path]:
     """Run the notebooks, ``at_once`` side by side and one of :data:`LIGHT` beside them, each
-    into its staging folder.
+    into its staging folder; a notebook past its grid cells (:data:`GRID`) holds no slot, and
+    the one started beside it runs its own grid cells once it has ended.
 
     Notebooks start in the order of ``names``, each once the notebooks it waits for
     (:data:`AFTER`) have finished; one that waits for them does not hold up those after it,
@@ -355,8 +365,9 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_o
     log = _one_at_a_time(log)  # notebooks side by side log from their own threads
 
     def next_ready():
-        names = {job.name for job in running.values()}
-        busy = set(waiting) | names
+        # a notebook past its grid cells still counts for what waits for its report, not for a slot
+        names = {job.name for job in running.values() if not job.tail.is_set()}
+        busy = set(waiting) | {job.name for job in running.values()}
         ready = next((name for name in waiting if busy.isdisjoint(AFTER.get(name, ()))), None)
         clash = LIGHT if ready in TIMED else TIMED if ready in LIGHT else frozenset()
         if ready is None or not names.isdisjoint(clash):
@@ -372,7 +383,8 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_o
         for job in running.values():
             job.interrupt()
 
-    with ThreadPoolExecutor(max_workers=at_once + 1) as pool:
+    # at_once + 1 and those past their grid cells, at most as many again
+    with ThreadPoolExecutor(max_workers=2 * (at_once + 1)) as pool:
         while waiting or running:
             while not (failures or interrupted.is_set()):
                 name = next_ready()
@@ -381,11 +393,12 @@ def _execute(names, chosen, declared, root: Path, notebooks_dir: Path, log, at_o
                 waiting.remove(name)
                 log(f"{name} ({len(names) - len(waiting)}/{len(names)}): running into {_shown(root / name)}")
                 job = _Notebook(name, interrupted, log)
+                job.first = [other for other in running.values() if other.tail.is_set()]  # its grid waits for them
                 running[pool.submit(job.run, chosen[name], declared[name], root, notebooks_dir)] = job
             if not running:
                 break
             try:
-                left = None if kill_at is None else max(0.0, kill_at - time.monotonic())
+                left = POLL if kill_at is None else max(0.0, min(POLL, kill_at - time.monotonic()))
                 finished, _ = wait(running, timeout=left, return_when=FIRST_COMPLETED)
             except KeyboardInterrupt:
                 if not interrupted.is_set():
@@ -454,6 +467,10 @@ class _Notebook:
     def __init__(self, name: str, interrupted: threading.Event, log):
         self.name, self.interrupted, self.log = name, interrupted, log
         self.kernel = None
+        self.tail = threading.Event()  # its grid cells are done (GRID)
+        self.finished = threading.Event()  # its kernel has stopped
+        self.first: list[_Notebook] = []  # the notebooks its first grid cell waits for
+        self.grids = self.grids_started = 0
 
     def interrupt(self) -> None:
         """Ctrl-C for the kernel's running cell, as Jupyter's interrupt button sends it."""
@@ -476,11 +493,28 @@ class _Notebook:
         except RuntimeError:  # the kernel ended in between: nothing left to stop
             pass
 
-    def _before_cell(self, **_) -> None:
+    def _before_cell(self, cell=None, **_) -> None:
         if self.interrupted.is_set():  # Ctrl-C while the kernel was starting
             raise KeyboardInterrupt
+        if cell is None:
+            return
+        if GRID in cell.metadata.get("tags", []):
+            for other in self.first:  # started beside their figures: the machine is the grid's alone
+                while not other.finished.wait(0.1):
+                    if self.interrupted.is_set():
+                        raise KeyboardInterrupt
+            self.first = []
+            self.grids_started += 1
+        elif self.grids and self.grids_started == self.grids:
+            self.tail.set()
 
     def run(self, values: dict, declared: dict, root: Path, notebooks_dir: Path) -> Path:
+        try:
+            return self._run(values, declared, root, notebooks_dir)
+        finally:
+            self.finished.set()  # whatever happened: a notebook waiting for this one goes on
+
+    def _run(self, values: dict, declared: dict, root: Path, notebooks_dir: Path) -> Path:
         import nbformat
         import papermill as pm
 
@@ -494,7 +528,9 @@ class _Notebook:
             values["reports_dir"] = _relative(root, notebooks_dir)  # read the reports this run writes
         source = notebooks_dir / f"{name}.ipynb"
         output = stage / f"{name}.ipynb"
-        progress = _Progress(name, nbformat.read(source, as_version=4), final / f"{name}.ipynb", self.log)
+        nb = nbformat.read(source, as_version=4)
+        self.grids = sum(GRID in cell.metadata.get("tags", []) for cell in nb.cells)
+        progress = _Progress(name, nb, final / f"{name}.ipynb", self.log)
         sockets = tempfile.mkdtemp(prefix="tailoredbench-kernel-")
         try:
             pm.execute_notebook(

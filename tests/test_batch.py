@@ -67,6 +67,42 @@ def test_notebooks_run_side_by_side_each_after_what_it_reads(notebooks, tmp_path
     assert not list(out.glob(".*"))  # no staging folder left
 
 
+STAMP = "import json, pathlib, time\npathlib.Path(output_dir, '{what}.json').write_text(json.dumps(time.time()))"
+
+
+@pytest.fixture
+def gridded(tmp_path):
+    """Notebooks whose grid cell (tagged) is followed by a slow last cell, as figures follow a grid."""
+    folder = tmp_path / "gridded"
+    folder.mkdir()
+    for name in ("one", "two"):
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+        parameters = nbformat.v4.new_code_cell("output_dir = 'out'\nseconds = 0.0")
+        parameters.metadata["tags"] = ["parameters"]
+        grid = nbformat.v4.new_code_cell(STAMP.format(what="grid"))
+        grid.metadata["tags"] = [batch.GRID]
+        last = nbformat.v4.new_code_cell(f"time.sleep(seconds)\n{STAMP.format(what='end')}")
+        nb.cells = [parameters, nbformat.v4.new_code_cell(STAMP.format(what="start")), grid, last]
+        nbformat.write(nb, folder / f"{name}.ipynb")
+    return folder
+
+
+def stamp(root, name, what):
+    return json.loads((root / name / f"{what}.json").read_text())
+
+
+@pytest.mark.notebook
+def test_the_next_notebook_starts_beside_the_last_cells_and_runs_its_grid_after_them(gridded, tmp_path):
+    """One at a time, a notebook past its grid cells (figures, on one core) gives up its slot: the
+    next one starts its kernel beside it, but its own grid cell waits until that one has ended."""
+    out = tmp_path / "reports"
+    run(gridded, out, ["one", "two"], at_once=1, seconds=4.0)
+    assert stamp(out, "two", "start") < stamp(out, "one", "end")  # side by side
+    assert stamp(out, "two", "grid") >= stamp(out, "one", "end")  # the grid alone
+    assert stamp(out, "one", "grid") < stamp(out, "two", "start")  # not before one's grid
+
+
 @pytest.mark.notebook
 def test_one_notebook_per_two_cores_by_default():
     import joblib
