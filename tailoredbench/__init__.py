@@ -19,7 +19,7 @@ from .datasets import (
 from .errors import DataError, TailoredBenchError
 from .estimator import TailoredBench
 from .kmedoids import k_medoids
-from .simulate import Simulation, simulate, simulate_each
+from .simulate import Simulation, simulate
 from .tailored import Probe, calibrated_estimate, g_set, n_set, native_sources
 
 __all__ = [
@@ -43,6 +43,5 @@ __all__ = [
     "native_sources",
     "reproduce",
     "simulate",
-    "simulate_each",
     "split_models",
 ]

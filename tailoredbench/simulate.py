@@ -5,15 +5,13 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed, effective_n_jobs, parallel_config
-from threadpoolctl import threadpool_limits
 from tqdm import tqdm  # plain text: no widget warning in notebooks
 
 from .conformal import difficulty, interval
@@ -388,48 +386,6 @@ def simulate(
         "interval": interval,
     }
     return Simulation(results, summarize(results), bench.summary(), settings, seconds, calibration)
-
-
-#: Simulations :func:`simulate_each` runs side by side.
-SIDE_BY_SIDE = 2
-
-
-def simulate_each(calls: Sequence[Mapping], *, side_by_side: int = SIDE_BY_SIDE, **shared) -> list[Simulation]:
-    """:func:`simulate` with ``shared`` and each mapping of ``calls`` as its arguments, ``side_by_side`` at a time.
-
-    The simulations share the workers each asks for (its ``n_jobs``): while one prepares
-    its methods or tidies its results in this process, on one core, another's runs keep the
-    workers busy. Each gives the numbers it gives alone (a run is seeded by its own key,
-    whichever worker computes it), returned in the order of ``calls``; its
-    ``seconds_per_run`` are those of a shared machine. Meanwhile BLAS and OpenMP keep to one
-    thread in this process, so that the thread limits one simulation sets and restores
-    around its steps never lift another's.
-
-    An error (or Ctrl-C) is raised once the simulations before it in ``calls`` have
-    finished; those not yet started are then dropped, and those running finish first.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> matrix = (rng.random((40, 120)) < rng.random((40, 1))).astype(float)
-    >>> bench = (matrix[::2], matrix[1::2])
-    >>> sims = simulate_each([{"g_size": 4}, {"g_size": 5}], benchmark=bench, budgets=[15], runs=2)
-    >>> [sim.settings["g_size"] for sim in sims]
-    [4, 5]
-    """
-    side_by_side = check_integer(side_by_side, "side_by_side", 1)
-    if not all(isinstance(call, Mapping) for call in calls):
-        raise TailoredBenchError("each call must be a mapping of simulate's arguments")
-    calls = [{**shared, **call} for call in calls]
-    if side_by_side == 1 or len(calls) <= 1:
-        return [simulate(**call) for call in calls]
-    pool = ThreadPoolExecutor(side_by_side, thread_name_prefix="simulate")
-    try:
-        with threadpool_limits(limits=1):
-            futures = [pool.submit(simulate, **call) for call in calls]
-            return [future.result() for future in futures]
-    finally:
-        pool.shutdown(cancel_futures=True)
 
 
 def _tidy(outputs, budgets, models: list, truth: np.ndarray) -> pd.DataFrame:

@@ -31,7 +31,7 @@ from .kmedoids import binary_points, k_medoids_binary
 from .methods import split_name, variant_name
 from .methods.tailored_plus import VARIANTS
 from .metrics import covered
-from .simulate import simulate_each
+from .simulate import simulate
 from .tailored import g_set, ranked_sources
 
 #: Benchmarks the averaged studies run on, in the paper's order.
@@ -65,14 +65,13 @@ def sweep(
     Parameters
     ----------
     benchmarks : sequence of str
-    arms : mapping of label to keyword arguments of :func:`~tailoredbench.simulate.simulate`
+    arms : mapping of label to keyword arguments of :func:`simulate`
         (``g_size``, ``distance``, ``method_options``, ...); a callable instead is
         called with the :class:`Benchmark` and returns them (for settings that
         depend on the source count).
     budget : int or sequence of int
     runs, seed, n_jobs, methods
-        As for :func:`~tailoredbench.simulate.simulate`; every arm uses the same seeds. The
-        simulations run two side by side (:func:`~tailoredbench.simulate.simulate_each`).
+        As for :func:`simulate`; every arm uses the same seeds.
 
     Examples
     --------
@@ -81,14 +80,14 @@ def sweep(
     [['pope', 'on'], ['pope', 'off']]
     """
     budgets = [budget] if np.isscalar(budget) else list(budget)
-    calls, labels = [], []
+    frames = []
     for name in benchmarks:
         bench, g_size = study_benchmark(name, seed)
         for label, arm in arms.items():
-            calls.append({"benchmark": bench, "g_size": g_size, **(arm(bench) if callable(arm) else arm)})
-            labels.append({"benchmark": name, "arm": label})
-    sims = simulate_each(calls, methods=methods, budgets=budgets, runs=runs, seed=seed, n_jobs=n_jobs)
-    table = pd.concat([sim.summary.assign(**label) for sim, label in zip(sims, labels, strict=True)], ignore_index=True)
+            kwargs = {"g_size": g_size, **(arm(bench) if callable(arm) else arm)}
+            sim = simulate(bench, methods, budgets, runs=runs, seed=seed, n_jobs=n_jobs, **kwargs)
+            frames.append(sim.summary.assign(benchmark=name, arm=label))
+    table = pd.concat(frames, ignore_index=True)
     first = ["benchmark", "arm", "method", "budget"]
     return table[first + [c for c in table.columns if c not in first]]
 
@@ -281,16 +280,13 @@ def compare_on_sources(
         Per variant and benchmark, the MAE over budgets and its ratio to the
         calibrated estimate's, and a ``mean`` row per variant.
     """
-    calls = []
+    rows = []
     for name in benchmarks:
         bench, g_size = study_benchmark(name, seed)
         pseudo_source, pseudo_target = split_models(bench.source, "interleave", seed)
         pseudo = Benchmark(f"{name} (sources only)", pseudo_source, pseudo_target, {})
-        calls.append({"benchmark": pseudo, "budgets": SPECS[name].budgets, "g_size": g_size})
-    names = [_plus(v) for v in variants]
-    sims = simulate_each(calls, methods=names, runs=runs, seed=seed, n_jobs=n_jobs)
-    rows = []
-    for name, sim in zip(benchmarks, sims, strict=True):
+        names = [_plus(v) for v in variants]
+        sim = simulate(pseudo, names, SPECS[name].budgets, runs=runs, seed=seed, n_jobs=n_jobs, g_size=g_size)
         mae = sim.summary.groupby("method")["mae"].mean()
         for v, method in zip(variants, names, strict=True):
             rows.append(
@@ -435,15 +431,10 @@ def coverage_by_split(
     )
     cases = [("all", how, split_seed, *split_models(pooled, how, split_seed)) for how, split_seed in splits]
     cases.append(("sources only", "interleave", 0, *split_models(bench.source, "interleave")))
-    calls = [
-        {"benchmark": Benchmark(f"{name} ({models}, {how} split {split_seed})", source, target, {})}
-        for models, how, split_seed, source, target in cases
-    ]
-    sims = simulate_each(
-        calls, methods=[method], budgets=budgets, runs=runs, seed=seed, n_jobs=n_jobs, g_size=g_size, interval=level
-    )
     rows = []
-    for (models, how, split_seed, source, target), sim in zip(cases, sims, strict=True):
+    for models, how, split_seed, source, target in cases:
+        resplit = Benchmark(f"{name} ({models}, {how} split {split_seed})", source, target, {})
+        sim = simulate(resplit, [method], budgets, runs=runs, seed=seed, n_jobs=n_jobs, g_size=g_size, interval=level)
         spread = coverage_by_target(sim.results).iloc[0]
         means = sim.summary[["mae", "kendall_tau", "width"]].mean()
         rows.append(

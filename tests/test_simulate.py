@@ -116,35 +116,6 @@ def test_same_numbers_whatever_the_number_of_worker_processes():
     assert np.array_equal(one.results["estimate"].to_numpy(), two.results["estimate"].to_numpy())
 
 
-def test_simulations_side_by_side_give_each_its_numbers_alone():
-    from threadpoolctl import threadpool_info
-
-    from tailoredbench.simulate import simulate_each
-
-    data = synthetic_matrix(40, 90, 10)  # SYNTHETIC
-    bench = (data[::2], data[1::2])
-    calls = [
-        {"methods": ["tailoredbench", "random_regression"], "g_size": 4, "interval": 0.9},
-        {"methods": ["tailored_plus[mix]"], "g_size": 5},
-        {"methods": ["tailoredbench"], "g_size": 6, "budgets": [16]},
-    ]
-    shared = {"benchmark": bench, "budgets": [12, 18], "runs": 3, "n_jobs": 2}
-    limits = [(i["internal_api"], i["num_threads"]) for i in threadpool_info()]
-    together = simulate_each(calls, **shared)
-    assert [(i["internal_api"], i["num_threads"]) for i in threadpool_info()] == limits  # restored
-    for call, sim in zip(calls, together, strict=True):
-        alone = simulate(**{**shared, **call})
-        pd.testing.assert_frame_equal(sim.results, alone.results)
-        assert sim.settings == alone.settings
-    assert simulate_each([]) == []
-    with pytest.raises(TailoredBenchError, match="budget 5 must exceed the G-set size 6"):
-        simulate_each([*calls, {"g_size": 6, "budgets": [5]}], **shared)
-    with pytest.raises(TailoredBenchError, match="side_by_side must be at least 1"):
-        simulate_each(calls, side_by_side=0, **shared)
-    with pytest.raises(TailoredBenchError, match="each call must be a mapping"):
-        simulate_each([("tailoredbench",)], **shared)
-
-
 def test_the_large_matrix_option_is_explicit_and_checked():
     data = synthetic_matrix(40, 400, 12)  # SYNTHETIC
     bench = (data[::2], data[1::2])
