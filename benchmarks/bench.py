@@ -60,7 +60,7 @@ def one_point(models: int, items: int, sample: int) -> dict:
     from tailoredbench import rng
     from tailoredbench.datasets.benchmarks import Benchmark
     from tailoredbench.datasets.synthetic import synthetic_2pl
-    from tailoredbench.methods import get_method
+    from tailoredbench.methods import MethodSpec
     from tailoredbench.simulate import simulate
     from tailoredbench.tailored import g_set
 
@@ -90,10 +90,10 @@ def one_point(models: int, items: int, sample: int) -> dict:
     per_target = (seconds[n_targets] - seconds[2]) / (n_targets - 2)
     measured = per_target > 0
     # run 0's G-set as the simulation chose it, with the method's default options
-    method, source = get_method("tailoredbench"), full.source.values
-    defaults = method.check_options({})
+    spec, source = MethodSpec.parse("tailoredbench"), full.source.values
+    defaults = spec.options
     start = time.perf_counter()
-    prepared = method.prepare(source, [30], **defaults)
+    prepared = spec.method.prepare(source, [30], **defaults)
     g_set(source, defaults["g_size"], distance=defaults["distance"], random_state=rng.stream((0, 0), rng.G_SET),
           points=prepared["points"])  # fmt: skip
     g_set_seconds = time.perf_counter() - start

@@ -15,7 +15,6 @@ import numpy as np
 
 from . import atomic
 from .batch import AT_ONCE, NotebookFailed, reproduce
-from .conformal import MAX_BUDGET, ROUND_SIZE, check_precision
 from .datasets import load_benchmark, load_matrix, split_models
 from .datasets.benchmarks import BENCHMARKS, Benchmark
 from .datasets.files import pin_data_dir
@@ -24,6 +23,7 @@ from .errors import TailoredBenchError
 from .methods import METHODS
 from .sequential import simulate_rounds, stop
 from .simulate import simulate
+from .stopping import MAX_BUDGET, ROUND_SIZE, check_precision
 from .workflow import G_SET, N_SET, estimate, plan_g_set, plan_n_set, plan_round
 
 

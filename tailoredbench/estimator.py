@@ -13,23 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from . import rng
-from .conformal import (
-    LEVEL,
-    MAX_BUDGET,
-    ROUND_SIZE,
-    StoppingRule,
-    check_precision,
-    difficulty,
-    interval,
-    round_budgets,
-    unlikeness,
-)
+from .conformal import LEVEL, difficulty, interval, unlikeness
 from .datasets.matrix import validate_binary
 from .distances import check_distance
 from .errors import TailoredBenchError
 from .intervals import pseudo_targets, scales
-from .methods.tailored_plus import combine, components, needed, stack_weights
+from .methods.tailored_plus import stack_weights
 from .methods.tailoredbench import TailoredBenchMethod
+from .stacking import combine, components, needed
+from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
 from .tailored import Probe, calibrated_estimate, check_budget, g_set, n_set, native_sources
 
 #: The estimates :class:`TailoredBench` can give from one probe.
@@ -49,7 +41,7 @@ class TailoredBench:
         (or ``r``) of a simulation with seed ``s``.
     estimator : {"calibrated", "plus"}, default "calibrated"
         The paper's calibrated estimate, or TailoredBench+'s
-        (:mod:`tailoredbench.methods.tailored_plus`) from the same probe.
+        (:mod:`tailoredbench.stacking`) from the same probe.
 
     Attributes
     ----------
@@ -172,7 +164,7 @@ class TailoredBench:
 
         Source models, each in turn playing the new model, are asked the growing probe in
         rounds of ``step`` items up to ``max_budget``, and stopped by the rule; see
-        :class:`~tailoredbench.conformal.StoppingRule`. Computed once per setting.
+        :class:`~tailoredbench.stopping.StoppingRule`. Computed once per setting.
         """
         self._fitted()
         precision = check_precision(precision)

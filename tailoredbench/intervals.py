@@ -15,7 +15,7 @@ from joblib import Parallel, delayed
 from . import rng, run_cache
 from .conformal import LEVEL, PseudoTargets, difficulty, folds_by_kept, in_fold_order, unlikeness
 from .errors import TailoredBenchError
-from .methods import get_method, name_options, split_name
+from .methods import MethodSpec
 from .oracle import Oracle
 
 REPEATS = 1
@@ -36,7 +36,7 @@ def difficulties(source: np.ndarray, oracle: Oracle, estimates) -> np.ndarray:
 
 
 def pseudo_targets(
-    method: str,
+    method: str | MethodSpec,
     source: np.ndarray,
     budgets: Sequence[int],
     *,
@@ -49,7 +49,7 @@ def pseudo_targets(
 
     Parameters
     ----------
-    method : str
+    method : str or MethodSpec
         A name from :data:`tailoredbench.methods.METHODS` (``base[variant]`` included).
     source : ndarray of shape (n_sources, n_items)
     budgets : sequence of int
@@ -78,18 +78,18 @@ def pseudo_targets(
     >>> pseudo[10].errors.shape, bool((pseudo[10].difficulty >= 0.1).all())
     ((20,), True)
     """
-    return pseudo_targets_of([method], source, budgets, seed=seed, folds=folds, repeats=repeats, **options)[method]
+    spec = MethodSpec.parse(method, options)
+    return pseudo_targets_of([spec], source, budgets, seed=seed, folds=folds, repeats=repeats)[spec.name]
 
 
 def pseudo_targets_of(
-    methods: Sequence[str],
+    specs: Sequence[MethodSpec],
     source: np.ndarray,
     budgets: Sequence[int],
     *,
     seed: int = 0,
     folds: int | None = None,
     repeats: int | None = None,
-    **options,
 ) -> dict[str, dict[int, PseudoTargets]]:
     """:func:`pseudo_targets` of several variants of one method, from one pass over the folds.
 
@@ -98,26 +98,20 @@ def pseudo_targets_of(
     numbers as one variant at a time, for the cost of one. The folds run on the workers of
     the caller's joblib configuration (a simulation's), with the same numbers on any number.
     """
-    bases = {split_name(m)[0] for m in methods}
-    if len(bases) != 1:
-        raise TailoredBenchError(f"pseudo-targets of one method's variants at a time, got {', '.join(methods)}")
+    if len({s.base for s in specs}) != 1:
+        raise TailoredBenchError(
+            f"pseudo-targets of one method's variants at a time, got {', '.join(s.name for s in specs)}"
+        )
     n_sources = source.shape[0]
-    impl = get_method(methods[0])
+    impl = specs[0].method
     if not impl.intervals:
-        raise TailoredBenchError(f"method {methods[0]} has no calibrated intervals")
+        raise TailoredBenchError(f"method {specs[0].name} has no calibrated intervals")
     folds = min(folds or impl.interval_folds or n_sources, n_sources)
     if folds < 2 or n_sources - n_sources // folds < 2:
         raise TailoredBenchError(f"{n_sources} source models are too few to calibrate an interval")
     if repeats is None:
         repeats = max(REPEATS, -(-MIN_ERRORS // n_sources))
     budgets = sorted(int(b) for b in budgets)
-    checked = {m: impl.check_options({**options, **name_options(m)}) for m in methods}
-    variants = {m: checked[m].get("variant") for m in methods}
-    if impl.variants:  # every variant from one preparation and one set of probes
-        options = {k: v for k, v in checked[methods[0]].items() if k != "variant"}
-        extra = {"variants": list(variants.values())}
-    else:
-        options, extra = checked[methods[0]], {}
     # Folds that keep the same sources share one preparation. The groups run in parallel, each
     # fold with its own random key, and are read back in fold order; the run cache is the one
     # this process names, whatever the workers' environment.
@@ -125,44 +119,40 @@ def pseudo_targets_of(
     cache = run_cache.folder()
     done = Parallel()(
         delayed(_folds)(
-            impl,
-            methods,
-            variants,
-            options,
-            extra,
-            source[kept],
-            [(source[held_out], index) for index, held_out in held],
-            budgets,
-            seed,
-            cache,
+            specs, source[kept], [(source[held_out], index) for index, held_out in held], budgets, seed, cache
         )
         for kept, held in groups
     )
     parts = in_fold_order(groups, done)
     return {
-        m: {b: PseudoTargets(*map(np.concatenate, zip(*[p[m][b] for p in parts], strict=True))) for b in budgets}
-        for m in methods
+        s.name: {
+            b: PseudoTargets(*map(np.concatenate, zip(*[p[s.name][b] for p in parts], strict=True))) for b in budgets
+        }
+        for s in specs
     }
 
 
-def _folds(impl, methods, variants, options, extra, pseudo_source, held, budgets, seed, cache) -> list[dict]:
+def _folds(specs, pseudo_source, held, budgets, seed, cache) -> list[dict]:
     """The folds that keep ``pseudo_source``, prepared once and run together: ``held`` is each one's
     (pseudo-targets, index).
 
     Per fold, per method and budget: (errors, estimates, unlikeness, item counts) of its pseudo-targets.
     """
-    prepared = impl.prepare_on_worker(pseudo_source, budgets, seed, cache, **extra, **options)
+    impl, options, variants = specs[0].method, specs[0].options, [s.variant for s in specs]
+    prepared = impl.prepare(pseudo_source, budgets, seed=seed, cache=cache, variants=variants, **options)
     oracles = [{b: Oracle(target, budget=b) for b in budgets} for target, _ in held]
     keys = [(seed, rng.PSEUDO_RUN + i) for _, i in held]
-    if impl.variants:
-        found = impl.run_variants_many(prepared, pseudo_source, oracles, keys, list(variants.values()), **options)
-        estimates = [{m: by_variant[variants[m]] for m in methods} for by_variant in found]
-    else:
-        (method,) = methods
-        estimates = [{method: e} for e in impl.run_many(prepared, pseudo_source, oracles, keys, **options)]
+    found = impl.run(prepared, pseudo_source, oracles, keys, variants=variants, **options)
     return [
-        _fold_parts(methods, pseudo_source, target, budgets, fold_oracles, fold_estimates)
-        for (target, _), fold_oracles, fold_estimates in zip(held, oracles, estimates, strict=True)
+        _fold_parts(
+            [s.name for s in specs],
+            pseudo_source,
+            target,
+            budgets,
+            fold_oracles,
+            {s.name: by_variant[s.variant] for s in specs},
+        )
+        for (target, _), fold_oracles, by_variant in zip(held, oracles, found, strict=True)
     ]
 
 
@@ -178,7 +168,9 @@ def _fold_parts(methods, pseudo_source, pseudo_target, budgets, oracles, estimat
     return parts
 
 
-def scales(method: str, source: np.ndarray, budgets: Sequence[int], level: float = LEVEL, **kwargs) -> dict:
+def scales(
+    method: str | MethodSpec, source: np.ndarray, budgets: Sequence[int], level: float = LEVEL, **kwargs
+) -> dict:
     """``{budget: q}`` for ``method`` on these sources: a target's half-width is ``q * difficulty``.
 
     See :func:`pseudo_targets` for the keyword arguments.

@@ -12,7 +12,7 @@ import pandas as pd
 
 from . import atomic
 from .environment import versions
-from .methods import get_method
+from .methods import kind_of
 from .metrics import per_run_metrics
 from .provenance import code_is_current, file_at, git_commit, jsonable, write_metrics
 from .tables import write_table, write_tables
@@ -58,7 +58,7 @@ def interpretation(
     lines = []
     for budget, part in summary.groupby("budget", sort=True):
         part = part.set_index("method")
-        baselines = part[[get_method(m).kind == "baseline" for m in part.index]]
+        baselines = part[[kind_of(m) == "baseline" for m in part.index]]
         best = baselines["mae"].idxmin()
         ours, theirs = part.loc[tailored], part.loc[best]
         gap = (theirs["mae"] - ours["mae"]) / max(float(np.hypot(ours["mae_se"], theirs["mae_se"])), 1e-12)
@@ -72,7 +72,7 @@ def interpretation(
     if paper_mae_at_30 is not None and 30 in set(summary["budget"]):
         paper_baseline, paper_tailored = paper_mae_at_30
         at30 = summary[summary["budget"] == 30].set_index("method")
-        baselines = at30[[get_method(m).kind == "baseline" for m in at30.index]]
+        baselines = at30[[kind_of(m) == "baseline" for m in at30.index]]
         ours, theirs = at30.loc[tailored, "mae"], baselines["mae"].min()
         lines.append(
             f"- **Beside the paper, at 30 items**: the paper's TailoredBench MAE {paper_tailored:.3f} against its best "
@@ -139,7 +139,7 @@ def paper_comparison(table: pd.DataFrame, paper: dict, budget: int = 30) -> pd.D
         ours = table[(table["benchmark"] == name) & (table["budget"] == budget)]
         if ours.empty:
             continue
-        baselines = ours[[get_method(m).kind == "baseline" for m in ours["method"]]]
+        baselines = ours[[kind_of(m) == "baseline" for m in ours["method"]]]
         best = baselines.loc[baselines["mae"].idxmin()]
         tailored = ours[ours["method"] == "tailoredbench"].iloc[0]
         rows.append(

@@ -6,7 +6,7 @@ probe only grows. After each round the target gets an estimate and an interval, 
 it stops at the first round whose interval's half-width is at most the requested
 ``precision``, or at ``max_budget`` items. The interval and the stopping rule are
 calibrated together on source models playing targets
-(:class:`~tailoredbench.conformal.StoppingRule`); no target result chooses anything.
+(:class:`~tailoredbench.stopping.StoppingRule`); no target result chooses anything.
 
 :func:`simulate_rounds` runs every round for every target, once; :func:`stop` then
 applies the rule of any precision to those rounds, so several precisions cost one
@@ -16,16 +16,18 @@ simulation.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
 
-from .conformal import LEVEL, MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets, stopping_round
+from .conformal import LEVEL
 from .errors import TailoredBenchError
-from .methods import get_method
+from .methods import parse_methods
 from .metrics import summarize
 from .simulate import Simulation, simulate
+from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets, stopping_round
 
 #: The share of targets a fixed budget must bring to the precision, to be compared with.
 FIXED_SHARE = 0.9
@@ -48,7 +50,7 @@ class Sequential:
         intervals reach the precision for :data:`FIXED_SHARE` of the targets (NaN if
         none up to the maximum), with ``fixed_share`` at that budget.
     rules : dict
-        Per method, the :class:`~tailoredbench.conformal.StoppingRule` used.
+        Per method, the :class:`~tailoredbench.stopping.StoppingRule` used.
     rounds : Simulation
         Every round of every target (:func:`simulate_rounds`).
     """
@@ -79,15 +81,19 @@ def simulate_rounds(
     Further keyword arguments (``runs``, ``seed``, ``n_jobs``, ``distance``, ``backend``, ...)
     go to ``simulate``.
     """
-    methods = [methods] if isinstance(methods, str) else list(methods)
-    for name in methods:
-        if "grow" not in get_method(name).options:
+    distance = kwargs.pop("distance", "manhattan")
+    specs = parse_methods(methods, {"g_size": g_size, "distance": distance}, method_options)
+    for spec in specs:
+        if "grow" not in spec.method.options:
             raise TailoredBenchError(
-                f"method {name} has no growing probe; the precision mode runs tailoredbench or tailored_plus"
+                f"method {spec.name} has no growing probe; the precision mode runs tailoredbench or tailored_plus"
             )
-    budgets = round_budgets(g_size, step, max_budget)
     options = {**(method_options or {}), "grow": True}
-    return simulate(benchmark, methods, budgets, g_size=g_size, method_options=options, interval=level, **kwargs)
+    specs = [replace(s, options=MappingProxyType({**s.options, "grow": True})) for s in specs]
+    budgets = round_budgets(g_size, step, max_budget)
+    return simulate(
+        benchmark, specs, budgets, g_size=g_size, distance=distance, method_options=options, interval=level, **kwargs
+    )
 
 
 def stop(rounds: Simulation, precision: float) -> Sequential:

@@ -7,19 +7,20 @@ import os
 import time
 from collections.abc import Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 from tqdm import tqdm  # plain text: no widget warning in notebooks
 
-from .conformal import difficulty, interval
+from . import conformal, run_cache
 from .datasets.benchmarks import Benchmark, load_benchmark
 from .datasets.matrix import ResponseMatrix
 from .errors import TailoredBenchError, check_integer
 from .intervals import pseudo_targets_of, revealed_unlikeness
-from .methods import METHODS, Method, get_method, name_options, split_name
+from .methods import MethodSpec, parse_methods
 from .metrics import summarize
 from .oracle import Oracle
 
@@ -71,11 +72,8 @@ def _as_benchmark(benchmark) -> Benchmark:
 BACKENDS = (None, "loky", "threading", "dask")
 
 
-def check_inputs(bench: Benchmark, budgets: Sequence[int], options: dict[str, dict]) -> None:
-    """Raise a one-line :class:`TailoredBenchError` for settings no method can run.
-
-    ``options`` holds each method name's checked options (:func:`method_settings`).
-    """
+def check_inputs(bench: Benchmark, budgets: Sequence[int], specs: Sequence[MethodSpec]) -> None:
+    """Raise a one-line :class:`TailoredBenchError` for settings no method can run."""
     if bench.source.n_models < 2 or bench.target.n_models < 2:
         raise TailoredBenchError(
             f"{bench.name}: {bench.source.n_models} source and {bench.target.n_models} target models; "
@@ -90,46 +88,32 @@ def check_inputs(bench: Benchmark, budgets: Sequence[int], options: dict[str, di
             raise TailoredBenchError(f"budget {budget} exceeds the item count {bench.n_items} of {bench.name}")
         if budget < 1:
             raise TailoredBenchError(f"budget {budget} must be positive")
-        for name, opts in options.items():
-            if get_method(name).kind == "tailored" and budget <= opts["g_size"]:
-                raise TailoredBenchError(f"budget {budget} must exceed the G-set size {opts['g_size']}")
+        for spec in specs:
+            if spec.kind == "tailored" and budget <= spec.options["g_size"]:
+                raise TailoredBenchError(f"budget {budget} must exceed the G-set size {spec.options['g_size']}")
 
 
-def method_settings(methods: Sequence[str], shared: dict, method_options: dict | None) -> dict[str, dict]:
-    """Each method name's options: the ``shared`` settings it declares, ``method_options`` and its variant.
-
-    ``method_options`` apply to every method; an option a method does not declare is an error.
-    """
-    settings = {}
-    for name in methods:
-        method = get_method(name)
-        declared = {k: v for k, v in shared.items() if k in method.options}
-        settings[name] = method.check_options({**declared, **(method_options or {}), **name_options(name)})
-    return settings
+def by_method(specs: Sequence[MethodSpec]) -> dict[str, list[MethodSpec]]:
+    """The specs grouped by method: a method's variants share one preparation and one pass over the runs."""
+    groups: dict[str, list[MethodSpec]] = {}
+    for spec in specs:
+        groups.setdefault(spec.base, []).append(spec)
+    return groups
 
 
-def _by_base(methods: Sequence[str]) -> dict[str, list[str]]:
-    by_base: dict[str, list[str]] = {}
-    for name in methods:
-        by_base.setdefault(split_name(name)[0], []).append(name)
-    return by_base
-
-
-def _shared(options: dict) -> dict:
-    """A method name's options without its variant: what its variants share (one preparation, one pass)."""
-    return {k: v for k, v in options.items() if k != "variant"}
-
-
-def _prepare(source, budgets, settings: dict[str, dict], seed: int) -> dict[str, dict]:
-    """One preparation per method, shared by its variants (which it is told, e.g. to fit stacking weights)."""
-    prepared = {}
-    for base, names in _by_base(settings).items():
-        method: Method = get_method(base)
-        options = _shared(settings[names[0]])
-        if method.variants:
-            options["variants"] = [settings[n]["variant"] for n in names]
-        prepared[base] = method.prepare_seeded(source, budgets, seed, **options)
-    return prepared
+def _prepare(source, budgets, specs: Sequence[MethodSpec], seed: int) -> dict[str, dict]:
+    """One preparation per method, told every variant its runs will ask for (e.g. to fit stacking weights)."""
+    return {
+        base: group[0].method.prepare(
+            source,
+            budgets,
+            seed=seed,
+            cache=run_cache.folder(),
+            variants=[s.variant for s in group],
+            **group[0].options,
+        )
+        for base, group in by_method(specs).items()
+    }
 
 
 @contextmanager
@@ -211,47 +195,34 @@ def run_chunks(runs: int, workers: int) -> list[range]:
     return chunks
 
 
-def _some_runs(runs, settings, prepared, source, target, budgets, seed, with_difficulty=False):
+def _some_runs(runs, specs, prepared, source, target, budgets, seed, with_difficulty=False):
     """Every method on the runs ``runs``: (run, rows, seconds, hardness) for each, in order.
 
     A run's numbers do not depend on which runs it is computed with; its seconds are
     its method's time over the runs given, per run.
     """
     keys = [(seed, run) for run in runs]
-    rows = [{} for _ in runs]
+    rows: list[dict] = [{} for _ in runs]
+    hardness: list[dict] = [{} for _ in runs]
     seconds: dict[str, float] = {}
-    passes: list[tuple[list[str], list[dict]]] = []  # (method names, the oracles of each run they asked through)
-    for base, names in _by_base(settings).items():
-        impl = get_method(base)
-        if len(names) > 1:
-            # several variants of one method from one pass (same probes, same oracle)
-            start = time.perf_counter()
-            oracles = [{b: Oracle(target, budget=b) for b in budgets} for _ in runs]
-            variants = [settings[n]["variant"] for n in names]
-            out = impl.run_variants_many(prepared[base], source, oracles, keys, variants, **_shared(settings[names[0]]))
-            for name, variant in zip(names, variants, strict=True):
-                for i, run_oracles in enumerate(oracles):
-                    found = out[i][variant]
-                    rows[i][name] = np.vstack([_exact_where_all_seen(found[b], run_oracles[b]) for b in budgets])
-                seconds[name] = (time.perf_counter() - start) / len(names) / len(runs)
-            passes.append((names, oracles))
-            continue
-        for name in names:
-            start = time.perf_counter()
-            oracles = [{b: Oracle(target, budget=b) for b in budgets} for _ in runs]
-            estimates = impl.run_many(prepared[base], source, oracles, keys, **settings[name])
-            seconds[name] = (time.perf_counter() - start) / len(runs)
-            for i in range(len(runs)):
-                rows[i][name] = np.vstack([_exact_where_all_seen(estimates[i][b], oracles[i][b]) for b in budgets])
-            passes.append(([name], oracles))
-    hardness = [{} for _ in runs]
-    if with_difficulty:  # what each target's interval scales with (tailoredbench.intervals)
-        for names, oracles in passes:
-            for i in range(len(runs)):
-                revealed = [revealed_unlikeness(source, oracles[i][b]) for b in budgets]  # once per pass
-                for name in names:
-                    hardness[i][name] = np.vstack(
-                        [difficulty(rows[i][name][j], *revealed[j]) for j in range(len(budgets))]
+    for base, group in by_method(specs).items():
+        start = time.perf_counter()
+        oracles = [{b: Oracle(target, budget=b) for b in budgets} for _ in runs]
+        found = group[0].method.run(
+            prepared[base], source, oracles, keys, variants=[s.variant for s in group], **group[0].options
+        )
+        for spec in group:
+            seconds[spec.name] = (time.perf_counter() - start) / len(group) / len(runs)
+            for i, run_oracles in enumerate(oracles):
+                rows[i][spec.name] = np.vstack(
+                    [_exact_where_all_seen(found[i][spec.variant][b], run_oracles[b]) for b in budgets]
+                )
+        if with_difficulty:  # what each target's interval scales with (tailoredbench.intervals)
+            for i, run_oracles in enumerate(oracles):
+                revealed = [revealed_unlikeness(source, run_oracles[b]) for b in budgets]
+                for spec in group:
+                    hardness[i][spec.name] = np.vstack(
+                        [conformal.difficulty(rows[i][spec.name][j], *revealed[j]) for j in range(len(budgets))]
                     )
     return [(run, rows[i], seconds, hardness[i]) for i, run in enumerate(runs)]
 
@@ -323,11 +294,7 @@ def simulate(
     ['budget', 'kendall_tau', 'kendall_tau_se']
     """
     bench = _as_benchmark(benchmark)
-    methods = [methods] if isinstance(methods, str) else list(methods)
-    if not methods:
-        raise TailoredBenchError("no method given; choose from: " + ", ".join(METHODS))
-    if len(set(methods)) != len(methods):
-        raise TailoredBenchError("a method is given twice")
+    specs = parse_methods(methods, {"g_size": g_size, "distance": distance}, method_options)
     budgets = [check_integer(b, "budget", 1) for b in ([budgets] if np.isscalar(budgets) else list(budgets))]
     if not budgets:
         raise TailoredBenchError("no budget given")
@@ -343,8 +310,7 @@ def simulate(
         raise TailoredBenchError(f"unknown backend {backend!r}; choose from: {', '.join(map(str, BACKENDS))}")
     if scheduler is not None and backend != "dask":
         raise TailoredBenchError("a dask scheduler applies to the dask backend only")
-    settings_of = method_settings(methods, {"g_size": g_size, "distance": distance}, method_options)
-    check_inputs(bench, budgets, settings_of)
+    check_inputs(bench, budgets, specs)
     if interval is not None:
         if not 0 < interval < 1:
             raise TailoredBenchError(f"interval level must be between 0 and 1, got {interval}")
@@ -355,10 +321,10 @@ def simulate(
     # the GIL); any joblib backend can be asked for, e.g. "dask" for a cluster.
     config = {"n_jobs": n_jobs} if backend is None else {"backend": backend, "n_jobs": n_jobs}
     with dask_client(backend, scheduler, n_jobs), parallel_config(**config):
-        prepared = _prepare(source, budgets, settings_of, seed)  # TailoredBench+'s weights are fitted on the workers
+        prepared = _prepare(source, budgets, specs, seed)  # TailoredBench+'s weights are fitted on the workers
         start = time.perf_counter()
         tasks = Parallel(return_as="generator")(
-            delayed(_some_runs)(chunk, settings_of, prepared, source, target, budgets, seed, interval is not None)
+            delayed(_some_runs)(chunk, specs, prepared, source, target, budgets, seed, interval is not None)
             for chunk in run_chunks(runs, effective_n_jobs(None))
         )
         done = (out for outs in tasks for out in outs)
@@ -367,15 +333,16 @@ def simulate(
         outputs = sorted(done, key=lambda out: out[0])
         wall = time.perf_counter() - start
         # the intervals' calibration on source models, through the same workers
-        calibration = {} if interval is None else _calibration(settings_of, source, budgets, seed, prepared)
+        calibration = {} if interval is None else _calibration(specs, source, budgets, seed, prepared)
 
     results = _tidy(outputs, budgets, list(bench.target.models), target.mean(axis=1))
     if interval is not None:
         results = _with_intervals(results, calibration, interval)
-    seconds = {name: float(np.mean([out[2][name] for out in outputs])) for name in methods}
+    names = [spec.name for spec in specs]
+    seconds = {name: float(np.mean([out[2][name] for out in outputs])) for name in names}
     seconds["wall_per_run"] = wall / runs
     settings = {
-        "methods": methods,
+        "methods": names,
         "budgets": budgets,
         "runs": runs,
         "seed": seed,
@@ -416,16 +383,17 @@ def _tidy(outputs, budgets, models: list, truth: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-def _calibration(settings, source, budgets, seed, prepared) -> dict:
+def _calibration(specs, source, budgets, seed, prepared) -> dict:
     """``{method: {budget: PseudoTargets}}``: the source models estimated as targets that calibrate the intervals."""
     calibration = {}
-    for base, names in _by_base(settings).items():
+    for base, group in by_method(specs).items():
         # fitted combination weights (TailoredBench+) are reused in the folds rather than refitted in each
-        options = _shared(settings[names[0]])
         if "weights" in prepared[base]:
-            options["weights"] = prepared[base]["weights"]
+            group = [
+                replace(s, options=MappingProxyType({**s.options, "weights": prepared[base]["weights"]})) for s in group
+            ]
         # a method's variants share one pass over the folds, as they share one pass over the runs
-        calibration.update(pseudo_targets_of(names, source, budgets, seed=seed, **options))
+        calibration.update(pseudo_targets_of(group, source, budgets, seed=seed))
     return calibration
 
 
@@ -437,5 +405,5 @@ def _with_intervals(results, calibration, level):
     for name, by_budget in calibration.items():
         for budget, pseudo in by_budget.items():
             rows = rows_of.get((name, budget), [])
-            low[rows], high[rows] = interval(estimate[rows], pseudo.quantile(level=level) * hardness[rows])
+            low[rows], high[rows] = conformal.interval(estimate[rows], pseudo.quantile(level=level) * hardness[rows])
     return results.assign(interval_low=low, interval_high=high)

@@ -28,7 +28,7 @@ from .distances import standardize
 from .errors import TailoredBenchError
 from .families import model_family
 from .kmedoids import binary_points, k_medoids_binary
-from .methods import split_name, variant_name
+from .methods import MethodSpec
 from .methods.tailored_plus import VARIANTS
 from .metrics import covered
 from .simulate import simulate
@@ -47,7 +47,7 @@ def study_benchmark(name: str, seed: int = 0) -> tuple[Benchmark, int]:
 
 
 def _plus(variant: str) -> str:
-    return variant_name("tailored_plus", variant)
+    return f"tailored_plus[{variant}]"
 
 
 def sweep(
@@ -334,7 +334,9 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
         np.where(
             table["method"] == _plus(chosen),
             "TailoredBench+ (chosen)",
-            np.where([split_name(m)[0] == "tailored_plus" for m in table["method"]], "variant", "best baseline"),
+            np.where(
+                [MethodSpec.parse(m).base == "tailored_plus" for m in table["method"]], "variant", "best baseline"
+            ),
         ),
     )
     table["meets_mae"] = table["meets_mae"].astype(object)

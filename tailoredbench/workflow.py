@@ -38,12 +38,12 @@ import numpy as np
 
 from . import atomic
 from ._version import __version__
-from .conformal import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
 from .datasets import load_benchmark
 from .datasets.benchmarks import BENCHMARKS
 from .datasets.lm_eval import DEFAULT_METRIC, model_of, read_samples, samples_argument
 from .errors import TailoredBenchError, check_integer
 from .estimator import TailoredBench
+from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
 
 STATE, G_SET, N_SET = "state.json", "g_set.json", "n_set.json"
 #: The sequential mode's files: round k's new items.

@@ -11,7 +11,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tailoredbench"
 LAYERS = {
     "foundation": ["errors", "_version", "paper", "rng", "atomic", "environment"],
     "data": ["datasets", "families"],
-    "core": ["distances", "kmedoids", "tailored", "conformal", "oracle", "metrics", "run_cache"],
+    "core": [
+        "distances",
+        "kmedoids",
+        "tailored",
+        "conformal",
+        "stacking",
+        "stopping",
+        "oracle",
+        "metrics",
+        "run_cache",
+    ],
     "methods": ["methods"],
     "estimator": ["intervals", "estimator"],
     "reporting": ["tables", "figures", "provenance", "report"],

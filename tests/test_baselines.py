@@ -17,7 +17,7 @@ from tailoredbench.oracle import Oracle
 def test_random_is_the_mean_on_its_items():
     target = synthetic_matrix(6, 50, 1)
     oracle = Oracle(target, 10)
-    estimate = random.Random().run({}, None, {10: oracle}, (0, 0))[10]
+    estimate = random.Random().run({}, None, [{10: oracle}], [(0, 0)])[0][""][10]
     items = np.flatnonzero(oracle._asked[0])
     assert len(items) == 10 and (oracle.spent() == 10).all()
     assert np.allclose(estimate, target[:, items].mean(axis=1))
@@ -42,7 +42,7 @@ def test_anchor_points_with_one_cluster_per_pattern_is_exact():
     method = anchor_points.AnchorPoints()
     prepared = method.prepare(source, [5])
     for run in range(5):
-        estimate = method.run(prepared, source, {5: Oracle(target, 5)}, (run, 0))[5]
+        estimate = method.run(prepared, source, [{5: Oracle(target, 5)}], [(run, 0)])[0][""][5]
         assert np.allclose(estimate, target.mean(axis=1))
 
 
@@ -66,9 +66,9 @@ def test_random_regression_uses_the_same_items_as_random():
     data = synthetic_matrix(40, 60, 4)
     source, target = data[:20], data[20:]
     a, b = Oracle(target, 15), Oracle(target, 15)
-    random.Random().run({}, source, {15: a}, (1, 2))
+    random.Random().run({}, source, [{15: a}], [(1, 2)])
     method = random_regression.RandomRegression()
-    estimate = method.run(method.prepare(source, [15]), source, {15: b}, (1, 2))[15]
+    estimate = method.run(method.prepare(source, [15]), source, [{15: b}], [(1, 2)])[0][""][15]
     assert (a._asked == b._asked).all()
     # the ridge fit from the sources' results on those items to their accuracy, applied to the targets
     items = np.flatnonzero(b._asked[0])
@@ -127,7 +127,7 @@ def test_gp_irt_prepare_is_cached_and_lambda_follows_the_formula(tmp_path, monke
     bias, v = first["bias"][20], first["variance"]
     assert np.isclose(gp_irt.weight(first, 20), bias**2 / (bias**2 + v / 80))
     oracle = Oracle(synthetic_matrix(10, 80, 6), 20)
-    estimate = gp_irt.GpIrt().run(first, source, {20: oracle}, (0, 0))[20]
+    estimate = gp_irt.GpIrt().run(first, source, [{20: oracle}], [(0, 0)])[0][""][20]
     assert (oracle.spent() == 20).all()
     # gp-IRT is lambda x the anchor-weighted mean + (1 - lambda) x p-IRT, on the anchors it asked
     items, weights = gp_irt.anchors(first["model"], 20, rng.stream((0, 0), rng.GP_IRT_ANCHORS, 20))
@@ -196,7 +196,9 @@ def test_anchor_points_on_items_all_sources_answer_alike():
     corr = prepared["corr"]
     assert (corr[60:180, 60:180] == 1).all() and (corr[60:180, 180:] == 0).all() and (corr[180:, 180:] == 1).all()
     errors = [
-        np.abs(method.run(prepared, source, {15: Oracle(target, 15)}, (run, 0))[15] - target.mean(axis=1)).mean()
+        np.abs(
+            method.run(prepared, source, [{15: Oracle(target, 15)}], [(run, 0)])[0][""][15] - target.mean(axis=1)
+        ).mean()
         for run in range(10)
     ]
     assert np.mean(errors) < 0.1  # 0.058; 0.31 when every constant item joined the first medoid

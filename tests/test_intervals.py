@@ -10,7 +10,7 @@ from conftest import synthetic_matrix
 from tailoredbench import conformal, intervals
 from tailoredbench.cli import main
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import METHODS, get_method
+from tailoredbench.methods import METHODS, MethodSpec
 from tailoredbench.oracle import Oracle
 from tailoredbench.simulate import simulate
 
@@ -139,19 +139,16 @@ def test_folds_that_keep_the_same_sources_are_prepared_once(monkeypatch):
     # Leave-one-out repeated three times keeps each set of 7 sources three times: 8 preparations,
     # and the same pseudo-targets as preparing every fold anew.
     source = synthetic_matrix(8, 60, seed=4)  # SYNTHETIC
-    impl = get_method("tailoredbench")
-    grouped = intervals.pseudo_targets_of(["tailoredbench"], source, [12], g_size=4, repeats=3)["tailoredbench"][12]
+    spec = MethodSpec.parse("tailoredbench", {"g_size": 4})
+    impl = spec.method
+    grouped = intervals.pseudo_targets_of([spec], source, [12], repeats=3)["tailoredbench"][12]
     calls = []
     prepare = impl.prepare
     monkeypatch.setattr(type(impl), "prepare", lambda *a, **k: calls.append(1) or prepare(*a[1:], **k))
-    intervals.pseudo_targets_of(["tailoredbench"], source, [12], g_size=4, repeats=3)
+    intervals.pseudo_targets_of([spec], source, [12], repeats=3)
     assert len(calls) == 8
-    options = impl.check_options({"g_size": 4})
     alone = [
-        intervals._folds(
-            impl, ["tailoredbench"], {"tailoredbench": None}, options, {},
-            source[kept], [(source[held_out], index)], [12], 0, None,
-        )[0]["tailoredbench"][12]
+        intervals._folds([spec], source[kept], [(source[held_out], index)], [12], 0, None)[0]["tailoredbench"][12]
         for index, kept, held_out in conformal.model_folds(8, 8, 3, 0)
     ]  # fmt: skip
     fields = ("errors", "estimates", "unlike", "n_items")

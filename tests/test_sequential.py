@@ -11,11 +11,12 @@ from conftest import check_clean, image_cells, synthetic_matrix
 from tailoredbench import TailoredBench
 from tailoredbench.batch import reproduce
 from tailoredbench.cli import main
-from tailoredbench.conformal import PseudoTargets, StoppingRule, round_budgets, stopping_round
+from tailoredbench.conformal import PseudoTargets
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import get_method
+from tailoredbench.methods import MethodSpec
 from tailoredbench.oracle import Oracle
 from tailoredbench.sequential import simulate_rounds, stop
+from tailoredbench.stopping import StoppingRule, round_budgets, stopping_round
 
 DATA = synthetic_matrix(80, 150, seed=4)  # SYNTHETIC
 PAIR = (DATA[::2], DATA[1::2])
@@ -37,11 +38,10 @@ def test_round_budgets_and_bad_settings():
 
 def test_each_round_holds_every_item_of_the_one_before():
     source, target = PAIR
-    method = get_method("tailoredbench")
-    options = method.check_options({"g_size": 5, "grow": True})
+    spec = MethodSpec.parse("tailoredbench", {"g_size": 5, "grow": True})
     budgets = [10, 15, 20]
     oracles = {b: Oracle(target, b) for b in budgets}
-    method.run(method.prepare(source, budgets, **options), source, oracles, (0, 0), **options)
+    spec.method.run(spec.method.prepare(source, budgets, **spec.options), source, [oracles], [(0, 0)], **spec.options)
     for t in range(target.shape[0]):
         asked = [set(oracles[b].revealed(t)[0]) for b in budgets]
         assert [len(a) for a in asked] == budgets

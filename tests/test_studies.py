@@ -12,7 +12,7 @@ from tailoredbench.batch import STUDY_NOTEBOOKS, reproduce
 from tailoredbench.datasets.benchmarks import Benchmark
 from tailoredbench.datasets.matrix import ResponseMatrix
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import get_method
+from tailoredbench.methods import MethodSpec
 from tailoredbench.methods.tailoredbench import probes
 from tailoredbench.oracle import Oracle
 
@@ -25,9 +25,9 @@ def matrices():
 
 def _run(matrices, **options):
     source, target = matrices
-    method = get_method("tailoredbench")
-    options = method.check_options({"g_size": 5, **options})
-    return method.run(method.prepare(source, [20], **options), source, {20: Oracle(target, 20)}, (0, 1), **options)[20]
+    spec = MethodSpec.parse("tailoredbench", {"g_size": 5, **options})
+    prepared = spec.method.prepare(source, [20], **spec.options)
+    return spec.method.run(prepared, source, [{20: Oracle(target, 20)}], [(0, 1)], **spec.options)[0][""][20]
 
 
 def _bench(source, target) -> Benchmark:
@@ -48,7 +48,7 @@ def test_native_bands_take_the_ranked_columns():
 
 def test_calibration_off_is_the_cluster_weighted_mean(matrices):
     source, target = matrices
-    prepared = get_method("tailoredbench").prepare(source, [20], distance="manhattan")
+    prepared = MethodSpec.parse("tailoredbench").method.prepare(source, [20], distance="manhattan")
     for _, p in probes(prepared, source, {20: Oracle(target, 20)}, (0, 1), g_size=5, distance="manhattan"):
         brute = np.mean([p.results[label] for label in p.probe.labels])
         assert tailored.uncalibrated_estimate(p.probe, p.results) == pytest.approx(brute)

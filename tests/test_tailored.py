@@ -8,17 +8,17 @@ from conftest import synthetic_matrix
 from tailoredbench import TailoredBench, simulate
 from tailoredbench.distances import standardize
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import get_method
+from tailoredbench.methods import MethodSpec
 from tailoredbench.oracle import Oracle
 from tailoredbench.tailored import Probe, calibrated_estimate, g_set, n_set, native_sources
 
-METHOD = get_method("tailoredbench")
+METHOD = MethodSpec.parse("tailoredbench").method
 
 
 def run(source, oracles, key, **options):
     """One simulated repetition of TailoredBench."""
     options = METHOD.check_options(options)
-    return METHOD.run(METHOD.prepare(source, sorted(oracles), **options), source, oracles, key, **options)
+    return METHOD.run(METHOD.prepare(source, sorted(oracles), **options), source, [oracles], [key], **options)[0][""]
 
 
 def reference_native_sources(g_source, g_target):

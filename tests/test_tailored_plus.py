@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from conftest import synthetic_matrix
-from tailoredbench import TailoredBench, tailored
+from tailoredbench import TailoredBench, stacking, tailored
 from tailoredbench import rng as streams
 from tailoredbench.conformal import model_folds
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import split_name, tailored_plus, variant_name
+from tailoredbench.methods import MethodSpec, tailored_plus
 from tailoredbench.oracle import Oracle
 from tailoredbench.simulate import simulate
 
@@ -37,15 +37,15 @@ def test_variants_from_one_pass_equal_variants_run_alone(matrices):
 @pytest.mark.parametrize("variant", [v for v in tailored_plus.VARIANTS if v != "calibrated"])
 def test_never_reads_target_results_it_was_not_given(matrices, variant):
     source, target = matrices
-    prepared = PLUS.prepare(source, [20], variant=variant, g_size=5)
+    prepared = PLUS.prepare(source, [20], variants=[variant], g_size=5)
     oracle = Oracle(target, budget=20)
-    first = PLUS.run(prepared, source, {20: oracle}, (0, 0), variant=variant, g_size=5)[20]
+    first = PLUS.run(prepared, source, [{20: oracle}], [(0, 0)], variants=[variant], g_size=5)[0][variant][20]
     asked = oracle._asked.copy()
     assert (asked.sum(axis=1) == 20).all()
     # flip every result the method did not ask for: the estimates must not move
     changed = np.where(asked, target, 1.0 - target)
-    again = PLUS.run(prepared, source, {20: Oracle(changed, budget=20)}, (0, 0), variant=variant, g_size=5)
-    assert np.array_equal(first, again[20])
+    again = PLUS.run(prepared, source, [{20: Oracle(changed, budget=20)}], [(0, 0)], variants=[variant], g_size=5)
+    assert np.array_equal(first, again[0][variant][20])
 
 
 def test_stacking_weights_come_from_sources_only(matrices):
@@ -54,7 +54,7 @@ def test_stacking_weights_come_from_sources_only(matrices):
     assert weights.shape == (len(tailored_plus.COMPONENTS),)
     assert weights.min() >= 0 and weights.sum() == pytest.approx(1)
     assert np.array_equal(PLUS.prepare(source, [20], g_size=5)["weights"], weights)
-    assert [split_name(variant_name("tailored_plus", v))[1] for v in tailored_plus.VARIANTS] == list(
+    assert [MethodSpec.parse(f"tailored_plus[{v}]").variant for v in tailored_plus.VARIANTS] == list(
         tailored_plus.VARIANTS
     )
 
@@ -72,7 +72,7 @@ def test_weighted_ridge_matches_weighted_least_squares(rng):
     X = rng.normal(size=(12, 3))
     y = X @ [1.0, -2.0, 0.5] + rng.normal(scale=0.1, size=12)
     w = rng.random(12) + 0.1
-    coef, intercept = tailored_plus.weighted_ridge(X, y, w, alpha=0.0)
+    coef, intercept = stacking.weighted_ridge(X, y, w, alpha=0.0)
     design = np.column_stack([np.ones(12), X]) * np.sqrt(w)[:, None]
     brute = np.linalg.lstsq(design, y * np.sqrt(w), rcond=None)[0]
     assert np.allclose([intercept, *coef], brute)
@@ -82,7 +82,7 @@ def test_every_component_of_a_source_like_target_is_close(matrices):
     source, _ = matrices
     probe = tailored.n_set(source, np.arange(len(source)), np.array([0, 1, 2]), 25, random_state=0)
     truth = source[4].mean()
-    parts = tailored_plus.components(source, source.mean(axis=1), source.mean(axis=0), probe, source[4, probe.items])
+    parts = stacking.components(source, source.mean(axis=1), source.mean(axis=0), probe, source[4, probe.items])
     for value in parts.values():
         assert abs(value - truth) < 0.1
 
@@ -91,9 +91,9 @@ def test_unknown_variant_and_missing_weights_are_errors(matrices):
     source, target = matrices
     with pytest.raises(TailoredBenchError, match="no variant"):
         simulate(matrices, ["tailored_plus[best]"], [20], runs=1, g_size=5)
-    prepared = PLUS.prepare(source, [20], variant="mix", g_size=5)
+    prepared = PLUS.prepare(source, [20], variants=["mix"], g_size=5)
     with pytest.raises(TailoredBenchError, match="weights"):
-        PLUS.run(prepared, source, {20: Oracle(target, 20)}, (0, 0), variant="stacked", g_size=5)
+        PLUS.run(prepared, source, [{20: Oracle(target, 20)}], [(0, 0)], variants=["stacked"], g_size=5)
     with pytest.raises(TailoredBenchError, match=r"no option 'n_nativ'.*g_size"):
         simulate(matrices, ["tailored_plus"], [20], runs=1, g_size=5, method_options={"n_nativ": 3})
 
@@ -134,7 +134,8 @@ def test_a_simulation_fits_the_stacking_weights_with_its_own_seed(matrices):
     for seed in (0, 1):
         prepared = PLUS.prepare(source, [20], g_size=5, seed=seed)
         assert np.array_equal(prepared["weights"], tailored_plus.stack_weights(source, [20], g_size=5, seed=seed))
-    by_hand = PLUS.run(PLUS.prepare(source, [20], g_size=5, seed=1), source, {20: Oracle(target, 20)}, (1, 0), g_size=5)
+    prepared = PLUS.prepare(source, [20], g_size=5, seed=1)
+    by_hand = PLUS.run(prepared, source, [{20: Oracle(target, 20)}], [(1, 0)], g_size=5)[0]["stacked"]
     simulated = simulate(matrices, ["tailored_plus"], [20], runs=1, g_size=5, seed=1).results["estimate"].values
     assert np.array_equal(simulated, by_hand[20])
 
@@ -164,13 +165,13 @@ def test_each_variant_computes_only_the_estimates_it_reads(matrices):
     source, target = matrices
     probe = tailored.n_set(source, np.arange(len(source)), np.array([0, 1, 2]), 25, random_state=0)
     args = (source, source.mean(axis=1), source.mean(axis=0), probe, target[0, probe.items])
-    every = tailored_plus.components(*args)
-    assert tuple(every) == tailored_plus.ESTIMATES
+    every = stacking.components(*args)
+    assert tuple(every) == stacking.ESTIMATES
     weights = np.array([0.4, 0.3, 0.2, 0.1])
     for variant in tailored_plus.VARIANTS:
-        names = tailored_plus.needed([variant])
-        parts = tailored_plus.components(*args, names)
+        names = stacking.needed([variant])
+        parts = stacking.components(*args, names)
         assert set(parts) == set(names)
-        assert tailored_plus.combine(parts, variant, weights) == tailored_plus.combine(every, variant, weights)
-    assert set(tailored_plus.needed(["stacked"])) == set(tailored_plus.COMPONENTS)
-    assert tailored_plus.needed(["mix", "neighbours"]) == ("calibrated", "regression", "neighbours")
+        assert stacking.combine(parts, variant, weights) == stacking.combine(every, variant, weights)
+    assert set(stacking.needed(["stacked"])) == set(tailored_plus.COMPONENTS)
+    assert stacking.needed(["mix", "neighbours"]) == ("calibrated", "regression", "neighbours")

@@ -9,7 +9,7 @@ import pytest
 from tailoredbench import TailoredBench, __version__, load_benchmark
 from tailoredbench.cli import main
 from tailoredbench.datasets.lm_eval import load_lm_eval_samples, parse_samples_argument, read_samples
-from tailoredbench.methods import get_method
+from tailoredbench.methods import MethodSpec
 from tailoredbench.oracle import Oracle
 
 TARGET = 17  # a held-out (target) model of the ARC split
@@ -55,10 +55,10 @@ def test_full_loop_equals_the_simulation(arc, tmp_path, capsys):
 
     # the simulation's run 0 with seed 3, for this one target
     source = arc.source.values
-    method = get_method("tailoredbench")
-    options = method.check_options({})
-    prepared = method.prepare(source, [30], **options)
-    simulated = method.run(prepared, source, {30: Oracle(row[None, :], 30)}, (3, 0), **options)[30][0]
+    spec = MethodSpec.parse("tailoredbench")
+    prepared = spec.method.prepare(source, [30], **spec.options)
+    simulated = spec.method.run(prepared, source, [{30: Oracle(row[None, :], 30)}], [(3, 0)], **spec.options)
+    simulated = simulated[0][""][30][0]
     assert result["estimate"] == pytest.approx(simulated, abs=1e-12)
     assert abs(result["estimate"] - row.mean()) < 0.15
 

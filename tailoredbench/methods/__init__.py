@@ -1,13 +1,18 @@
-"""The registry of estimation methods: name -> :class:`Method`, with its kind and capabilities.
+"""The registry of estimation methods, and :class:`MethodSpec`: a method as the user named it.
 
 To add a method: write one module here with a :class:`Method` subclass, and list it below.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
 from ..errors import TailoredBenchError
 from .anchor_points import AnchorPoints
-from .base import KINDS, Method, split_name
+from .base import KINDS, Key, Method, RunEstimates
 from .gp_irt import GpIrt
 from .random import Random
 from .random_regression import RandomRegression
@@ -22,37 +27,90 @@ METHODS: dict[str, type[Method]] = {
 PAPER_METHODS = tuple(name for name, cls in METHODS.items() if cls.in_paper)
 
 
-def get_method(name: str) -> Method:
-    """The method of a name, ``base`` or ``base[variant]`` (the variant checked).
+@dataclass(frozen=True)
+class MethodSpec:
+    """A method name such as ``tailored_plus[mix]``, parsed once where it enters, with its checked options.
 
     Examples
     --------
-    >>> get_method("tailored_plus[mix]").kind, get_method("random").kind
-    ('tailored', 'baseline')
+    >>> spec = MethodSpec.parse("tailored_plus[mix]", {"g_size": 5})
+    >>> spec.base, spec.variant, spec.options["g_size"], spec.kind
+    ('tailored_plus', 'mix', 5, 'tailored')
+    >>> MethodSpec.parse("random").variant
+    ''
     """
-    base = split_name(name)[0]
-    if base not in METHODS:
-        raise TailoredBenchError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}")
-    method = METHODS[base]()
-    method.check_options(name_options(name))  # the variant, checked where every option is
-    return method
+
+    name: str  #: as the user gave it; the reports' label
+    base: str
+    variant: str  #: "" for a method without variants
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  #: checked, without the variant
+
+    @classmethod
+    def parse(cls, name: str | MethodSpec, options: Mapping[str, Any] | None = None) -> MethodSpec:
+        """``name``'s spec; ``options`` are checked against those it declares (an unknown one is refused)."""
+        if isinstance(name, MethodSpec):
+            return name
+        if not isinstance(name, str):
+            raise TailoredBenchError(f"a method is named by a string, got {name!r}")
+        base, variant = name, ""
+        if name.endswith("]") and "[" in name:
+            base, variant = name[:-1].split("[", 1)
+        if base not in METHODS:
+            raise TailoredBenchError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}")
+        method = METHODS[base]()
+        if variant and not method.variants:
+            raise TailoredBenchError(f"method {base} has no variants")
+        checked = method.check_options({**(options or {}), **({"variant": variant} if variant else {})})
+        variant = checked.pop("variant", "")
+        return cls(name, base, variant, MappingProxyType(checked))
+
+    @property
+    def method(self) -> Method:
+        return METHODS[self.base]()
+
+    @property
+    def kind(self) -> str:
+        return METHODS[self.base].kind
 
 
-def name_options(name: str) -> dict:
-    """The options a method name carries: ``{"variant": ...}`` for ``base[variant]``."""
-    variant = split_name(name)[1]
-    return {} if variant is None else {"variant": variant}
-
-
-def variant_name(base: str, variant: str) -> str:
-    """The name of one variant of a method, e.g. ``tailored_plus[mix]`` (:func:`split_name` reads it back).
+def parse_methods(names, shared: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None):
+    """Specs of several names: ``shared`` settings go to the methods that declare them, ``options`` to all.
 
     Examples
     --------
-    >>> split_name(variant_name("tailored_plus", "mix"))
-    ('tailored_plus', 'mix')
+    >>> [s.options.get("g_size") for s in parse_methods(["tailoredbench", "random"], {"g_size": 5})]
+    [5, None]
     """
-    return f"{base}[{variant}]"
+    names = [names] if isinstance(names, str | MethodSpec) else list(names)
+    if not names:
+        raise TailoredBenchError("no method given; choose from: " + ", ".join(METHODS))
+    specs = []
+    for name in names:
+        if isinstance(name, MethodSpec):
+            specs.append(name)
+            continue
+        declared = METHODS.get(name.split("[", 1)[0], Random).options
+        specs.append(
+            MethodSpec.parse(name, {**{k: v for k, v in (shared or {}).items() if k in declared}, **(options or {})})
+        )
+    if len({s.name for s in specs}) != len(specs):
+        raise TailoredBenchError("a method is given twice")
+    return specs
 
 
-__all__ = ["KINDS", "METHODS", "PAPER_METHODS", "Method", "get_method", "name_options", "split_name", "variant_name"]
+def kind_of(name: str) -> str:
+    """``"tailored"`` or ``"baseline"``: the kind of a method named in a results table."""
+    return MethodSpec.parse(name).kind
+
+
+__all__ = [
+    "KINDS",
+    "METHODS",
+    "PAPER_METHODS",
+    "Key",
+    "Method",
+    "MethodSpec",
+    "RunEstimates",
+    "kind_of",
+    "parse_methods",
+]

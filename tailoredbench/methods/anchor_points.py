@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import rng
 from ..kmedoids import identical_rows, k_medoids
-from .base import Method
+from .base import Method, each_run
 
 
 def item_correlation(source: np.ndarray) -> np.ndarray:
@@ -89,12 +89,15 @@ class AnchorPoints(Method):
     name = "anchor_points"
     kind = "baseline"
 
-    def prepare(self, source, budgets) -> dict:
+    def prepare(self, source, budgets, **_) -> dict:
         corr = item_correlation(source)
         distances = 1.0 - corr
         return {"corr": corr, "distances": distances, "same_row": identical_rows(distances)}
 
-    def run(self, prepared, source, oracles, key) -> dict[int, np.ndarray]:
+    def run(self, prepared, source, oracles, keys, **_):
+        return each_run(lambda run, key: self._run(prepared, source, run, key), oracles, keys)
+
+    def _run(self, prepared, source, oracles, key) -> dict[int, np.ndarray]:
         """One clustering per budget and run (random start), shared by all targets."""
         estimates = {}
         for budget, oracle in oracles.items():

@@ -9,7 +9,8 @@ the items asked and refuse more than the budget.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -20,24 +21,14 @@ from ..oracle import Oracle
 
 #: The kinds of method: TailoredBench's own probe, or a baseline it is compared with.
 KINDS = ("tailored", "baseline")
-
-
-def split_name(name: str) -> tuple[str, str | None]:
-    """``"base[variant]"`` -> ``("base", "variant")``; a plain name has no variant.
-
-    Examples
-    --------
-    >>> split_name("tailored_plus[mix]"), split_name("random")
-    (('tailored_plus', 'mix'), ('random', None))
-    """
-    if name.endswith("]") and "[" in name:
-        base, variant = name[:-1].split("[", 1)
-        return base, variant
-    return name, None
+#: A run's random key: (seed, run).
+Key = tuple[int, int]
+#: One run's estimates: ``{variant: {budget: estimate of every target}}``; "" names a method without variants.
+RunEstimates = dict[str, dict[int, np.ndarray]]
 
 
 class Method(ABC):
-    """An estimation method: ``prepare`` once on the source models, then ``run`` once per repetition.
+    """An estimation method: :meth:`prepare` once on the source models, then :meth:`run` on any number of runs.
 
     Class attributes declare what a method is and can do; nothing is found by its
     name's spelling or by ``hasattr``.
@@ -62,8 +53,6 @@ class Method(ABC):
     interval_folds : int or None
         Folds over source models that calibrate its intervals; ``None`` leaves one
         source out at a time (a method whose ``prepare`` is costly sets a number).
-    seeded_prepare : bool
-        Its ``prepare`` draws random numbers, from the ``seed`` it is given (a simulation's).
     """
 
     name: ClassVar[str]
@@ -74,7 +63,6 @@ class Method(ABC):
     intervals: ClassVar[bool] = True
     real_use: ClassVar[bool] = False
     interval_folds: ClassVar[int | None] = None
-    seeded_prepare: ClassVar[bool] = False
 
     def check_options(self, options: Mapping[str, Any]) -> dict:
         """The options with the defaults filled in; an unknown option or variant is a one-line error."""
@@ -89,7 +77,7 @@ class Method(ABC):
             )
         for key, default in self.options.items():
             value = checked[key]
-            if isinstance(default, bool) and not isinstance(value, (bool, np.bool_)):
+            if isinstance(default, bool) and not isinstance(value, bool | np.bool_):
                 raise TailoredBenchError(f"option {key} of method {self.name} must be true or false, got {value!r}")
             if isinstance(default, int) and not isinstance(default, bool):
                 checked[key] = check_integer(value, f"option {key} of method {self.name}")
@@ -98,69 +86,42 @@ class Method(ABC):
         return checked
 
     @abstractmethod
-    def prepare(self, source: np.ndarray, budgets: Sequence[int], **options) -> dict:
-        """Work that depends only on the source models (distances, an IRT fit), shared by every run."""
+    def prepare(
+        self,
+        source: np.ndarray,
+        budgets: Sequence[int],
+        *,
+        seed: int = 0,
+        cache: Path | None = None,
+        variants: Sequence[str] = ("",),
+        **options,
+    ) -> dict:
+        """Work that depends only on the source models (distances, an IRT fit), shared by every run.
 
-    def prepare_seeded(self, source: np.ndarray, budgets: Sequence[int], seed: int, **options) -> dict:
-        """:meth:`prepare`, given a simulation's ``seed`` if it draws random numbers (``seeded_prepare``)."""
-        if self.seeded_prepare:
-            options["seed"] = seed
-        return self.prepare(source, budgets, **options)
-
-    def prepare_on_worker(self, source: np.ndarray, budgets: Sequence[int], seed: int, cache, **options) -> dict:
-        """:meth:`prepare_seeded` in a worker, caching runs in the caller's run-cache folder ``cache``.
-
-        A worker keeps the environment it started with, so it is told the caller's folder
-        rather than reading ``$TAILOREDBENCH_RUN_CACHE`` (:mod:`tailoredbench.run_cache`) itself.
+        ``seed`` seeds any random choice made here; ``cache`` is the run cache's folder
+        (:mod:`tailoredbench.run_cache`), or None; ``variants`` are those the runs will ask for.
         """
-        return {**self.prepare_seeded(source, budgets, seed, **options), "run_cache": cache}
 
     @abstractmethod
     def run(
-        self, prepared: Mapping, source: np.ndarray, oracles: Mapping[int, Oracle], key: Sequence[int], **options
-    ) -> dict[int, np.ndarray]:
-        """One repetition: ``{budget: estimates of every target}``; ``key`` = (seed, run) seeds every choice."""
-
-    def run_variants(
-        self,
-        prepared: Mapping,
-        source: np.ndarray,
-        oracles: Mapping[int, Oracle],
-        key: Sequence[int],
-        variants: Sequence[str],
-        **options,
-    ) -> dict[str, dict[int, np.ndarray]]:
-        """Several variants from one repetition: ``{variant: {budget: estimates}}``.
-
-        A method whose variants share their probe overrides this to ask it once.
-        """
-        return {v: self.run(prepared, source, oracles, key, **{**options, "variant": v}) for v in variants}
-
-    def run_many(
         self,
         prepared: Mapping,
         source: np.ndarray,
         oracles: Sequence[Mapping[int, Oracle]],
-        keys: Sequence[Sequence[int]],
+        keys: Sequence[Key],
+        *,
+        variants: Sequence[str] = ("",),
         **options,
-    ) -> list[dict[int, np.ndarray]]:
-        """:meth:`run` of several repetitions (the ``i``-th asks through ``oracles[i]``, seeded by ``keys[i]``).
+    ) -> list[RunEstimates]:
+        """Runs ``i = 0, 1, ...``, asking through ``oracles[i]`` (one per budget) and seeded by ``keys[i]``.
 
-        The same estimates as one by one; a method that can share work between repetitions overrides it.
+        Returns one :data:`RunEstimates` per run, holding each of ``variants``: a run's
+        numbers are the same whichever runs and variants it is computed with.
         """
-        return [self.run(prepared, source, run, key, **options) for run, key in zip(oracles, keys, strict=True)]
 
-    def run_variants_many(
-        self,
-        prepared: Mapping,
-        source: np.ndarray,
-        oracles: Sequence[Mapping[int, Oracle]],
-        keys: Sequence[Sequence[int]],
-        variants: Sequence[str],
-        **options,
-    ) -> list[dict[str, dict[int, np.ndarray]]]:
-        """:meth:`run_variants` of several repetitions, as :meth:`run_many`."""
-        return [
-            self.run_variants(prepared, source, run, key, variants, **options)
-            for run, key in zip(oracles, keys, strict=True)
-        ]
+
+def each_run(
+    one_run: Callable[[Mapping[int, Oracle], Key], dict[int, np.ndarray]], oracles, keys
+) -> list[RunEstimates]:
+    """:meth:`Method.run` of a method without variants that treats each run alone."""
+    return [{"": one_run(run, key)} for run, key in zip(oracles, keys, strict=True)]

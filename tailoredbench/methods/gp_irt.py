@@ -51,7 +51,7 @@ from threadpoolctl import threadpool_limits
 from .. import rng, run_cache
 from ..datasets.files import cache_dir, load_cached, store_cached
 from ..environment import versions
-from .base import Method
+from .base import Method, each_run
 
 DIMENSIONS = (2, 5, 10)
 #: Gaussian prior precisions of abilities, discriminations and difficulties in the IRT fit on the sources.
@@ -420,13 +420,15 @@ class GpIrt(Method):
     #: Each fold of an interval's calibration refits the IRT model: ten, not one per source.
     interval_folds = 10
 
-    def prepare(self, source, budgets) -> dict:
-        # Every pool, KMeans' OpenMP with BLAS, looked up at each call (1.5 ms), not once as for
-        # distances' BLAS: scikit-learn loads OpenMP when first imported, which may be later.
+    def prepare(self, source, budgets, *, cache=None, **_) -> dict:
+        # KMeans' OpenMP pool is loaded when scikit-learn is first imported: limited at each call
         with threadpool_limits(limits=1):
-            return {**prepare(source, budgets), "run_cache": run_cache.folder()}
+            return {**prepare(source, budgets), "run_cache": cache}
 
-    def run(self, prepared, source, oracles, key) -> dict[int, np.ndarray]:
+    def run(self, prepared, source, oracles, keys, **_):
+        return each_run(lambda run, key: self._run(prepared, run, key), oracles, keys)
+
+    def _run(self, prepared, oracles, key) -> dict[int, np.ndarray]:
         """New KMeans anchors per run and budget (seeded), shared by all targets."""
         out = {}
         with threadpool_limits(limits=1):

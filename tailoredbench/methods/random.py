@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import rng
-from .base import Method
+from .base import Method, each_run
 
 
 def random_items(key, budget: int, n_items: int) -> np.ndarray:
@@ -21,9 +21,13 @@ class Random(Method):
     name = "random"
     kind = "baseline"
 
-    def prepare(self, source, budgets) -> dict:
+    def prepare(self, source, budgets, **_) -> dict:
         return {}
 
-    def run(self, prepared, source, oracles, key) -> dict[int, np.ndarray]:
+    def run(self, prepared, source, oracles, keys, **_):
         """Each run draws one random subset per budget, shared by all targets."""
-        return {b: oracle.ask(random_items(key, b, oracle.n_items)).mean(axis=1) for b, oracle in oracles.items()}
+        return each_run(
+            lambda run, key: {b: o.ask(random_items(key, b, o.n_items)).mean(axis=1) for b, o in run.items()},
+            oracles,
+            keys,
+        )

@@ -232,17 +232,14 @@ class TailoredBenchMethod(Method):
     )
     real_use = True
 
-    def prepare(self, source, budgets, *, distance, **_options) -> dict:
+    def prepare(self, source, budgets, *, cache=None, distance="manhattan", **_) -> dict:
         """The items as points under the full source embedding, and the run cache's folder (or None)."""
         # the distances formed here, once for every run, not again in each worker a run is sent to
         points = binary_points(source.T, check_distance(distance)).with_distances()
-        return {"points": points, "run_cache": run_cache.folder()}
+        return {"points": points, "run_cache": cache}
 
-    def run(self, prepared, source, oracles, key, *, calibrate=True, **options) -> dict[int, np.ndarray]:
-        return self.run_many(prepared, source, [oracles], [key], calibrate=calibrate, **options)[0]
-
-    def run_many(self, prepared, source, oracles, keys, *, calibrate=True, **options) -> list[dict[int, np.ndarray]]:
-        """Several repetitions, sharing the native sources' item embeddings (:func:`probes_of_runs`)."""
+    def run(self, prepared, source, oracles, keys, *, variants=("",), calibrate=True, **options):
+        """Several runs, sharing the native sources' item embeddings (:func:`probes_of_runs`)."""
         estimates = [{b: np.empty(run[b].n_targets) for b in run} for run in oracles]
         for i, budget, a in probes_of_runs(prepared, source, oracles, keys, **options):
             estimates[i][budget][a.target] = (
@@ -250,4 +247,4 @@ class TailoredBenchMethod(Method):
                 if calibrate
                 else uncalibrated_estimate(a.probe, a.results)
             )
-        return estimates
+        return [{"": e} for e in estimates]

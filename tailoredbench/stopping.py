@@ -1,0 +1,124 @@
+"""The sequential mode's stopping rule: rounds of items until a target's interval is narrow enough.
+
+Used by the simulation of the precision mode (:mod:`tailoredbench.sequential`) and by
+real use (:meth:`tailoredbench.estimator.TailoredBench.stopping_rule`), so it sits below both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .conformal import LEVEL
+from .errors import TailoredBenchError, check_integer
+
+#: The sequential mode's defaults: items added per round (the size its issue proposed, not
+#: tuned) and the most items a target is asked.
+ROUND_SIZE = 5
+MAX_BUDGET = 120
+#: Grid step and largest value of the stopping rule's factor (:meth:`StoppingRule.calibrate`).
+FACTOR_STEP = 0.01
+MAX_FACTOR = 100.0
+
+
+def round_budgets(g_size: int, step: int, max_budget: int) -> tuple[int, ...]:
+    """The probe's size after each round of the sequential mode: ``g_size + step``, ``+ 2 step``, ... ``max_budget``.
+
+    Examples
+    --------
+    >>> round_budgets(10, 5, 32)
+    (15, 20, 25, 30, 32)
+    """
+    g_size, step = check_integer(g_size, "g_size", 1), check_integer(step, "round size", 1)
+    max_budget = check_integer(max_budget, "max budget")
+    if max_budget <= g_size:
+        raise TailoredBenchError(f"the maximum budget {max_budget} must exceed the G-set size {g_size}")
+    return (*range(g_size + step, max_budget, step), max_budget)
+
+
+def check_precision(precision) -> float:
+    """A requested precision (the interval's half-width), or a one-line error."""
+    if isinstance(precision, bool) or not isinstance(precision, (int, float, np.integer, np.floating)):
+        raise TailoredBenchError(f"the precision must be a number, got {precision!r}")
+    if not 0 < precision < 1:
+        raise TailoredBenchError(f"the precision must be between 0 and 1 (a half-width), got {precision}")
+    return float(precision)
+
+
+def stopping_round(halfwidths: np.ndarray, precision: float) -> np.ndarray:
+    """Per row of ``halfwidths`` (targets x rounds): the first round whose half-width is at most
+    ``precision``, else the last.
+
+    Examples
+    --------
+    >>> stopping_round(np.array([[0.2, 0.1, 0.05], [0.3, 0.2, 0.2]]), 0.1).tolist()
+    [1, 2]
+    """
+    met = np.asarray(halfwidths) <= precision
+    return np.where(met.any(axis=1), met.argmax(axis=1), met.shape[1] - 1)
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    """When the sequential mode stops, and the interval it then reports, calibrated on source models.
+
+    After round ``r`` (``budgets[r]`` items) a target's interval is ``estimate +/-
+    factor * q[r] * difficulty``: ``q[r]`` is the fixed-budget conformal quantile at that
+    budget and ``factor`` corrects it for stopping at the first round whose half-width is
+    at most ``precision``. Stopping when an interval first looks narrow favours
+    intervals that are too narrow by chance (optional stopping), so ``factor`` is
+    calibrated on the stopping rule itself: source models playing targets are stopped by
+    it, and ``factor`` is the smallest (on a grid of :data:`FACTOR_STEP`) whose intervals
+    at their stopping rounds cover at least a ``level`` share of them (the conformal
+    rank, as in :func:`tailoredbench.conformal.conformal_halfwidth`).
+
+    Attributes
+    ----------
+    budgets : tuple of int
+        The probe's size after each round.
+    q : tuple of float
+        The fixed-budget quantile at each round.
+    factor : float
+    precision, level : float
+    """
+
+    budgets: tuple[int, ...]
+    q: tuple[float, ...]
+    factor: float
+    precision: float
+    level: float = LEVEL
+
+    @classmethod
+    def calibrate(cls, pseudo: dict, precision: float, level: float = LEVEL) -> StoppingRule:
+        """The rule from ``{budget: PseudoTargets}`` of the growing probe (the same pseudo-targets at every budget)."""
+        precision = check_precision(precision)
+        budgets = tuple(sorted(pseudo))
+        q = np.array([pseudo[b].quantile(level=level) for b in budgets])
+        errors = np.column_stack([pseudo[b].errors for b in budgets])
+        scales = q * np.column_stack([pseudo[b].difficulty for b in budgets])
+        rank = min(int(np.ceil((len(errors) + 1) * level)), len(errors))
+        rows = np.arange(len(errors))
+        # beyond the cap every half-width exceeds the precision, all stop at the last
+        # round and coverage only grows with the factor: the search ends by then
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cap = max(precision / scales.min(), float(np.nanmax(errors[:, -1] / scales[:, -1])))
+        cap = min(cap, MAX_FACTOR) + FACTOR_STEP
+        for factor in np.arange(1, int(np.ceil(cap / FACTOR_STEP)) + 1) * FACTOR_STEP:
+            halfwidths = factor * scales
+            stop = stopping_round(halfwidths, precision)
+            if (errors[rows, stop] <= halfwidths[rows, stop]).sum() >= rank:
+                break
+        return cls(budgets, tuple(float(v) for v in q), round(float(factor), 10), float(precision), float(level))
+
+    def halfwidths(self, difficulty: np.ndarray) -> np.ndarray:
+        """Half-widths of the intervals after every round, from the difficulties (targets x rounds)."""
+        return self.factor * np.asarray(self.q) * np.asarray(difficulty, dtype=float)
+
+    def halfwidth(self, budget: int, difficulty: float) -> float:
+        """The half-width of one target's interval after the round of ``budget`` items."""
+        if budget not in self.budgets:
+            raise TailoredBenchError(
+                f"{budget} items is not a round of this rule ({', '.join(map(str, self.budgets))})"
+            )
+        return self.factor * self.q[self.budgets.index(budget)] * float(difficulty)
