@@ -1,9 +1,15 @@
-"""What a notebook writes under ``reports/<name>/``: tables, figures and ``metrics.json``, and reading them back."""
+"""What a notebook writes under ``reports/<name>/`` and where it came from.
+
+Tables (CSV for the raw numbers, Markdown and LaTeX with the best in bold), ``metrics.json``
+with the code's commit, the package version and the versions that computed it, and
+reading them back.
+"""
 
 from __future__ import annotations
 
 import io
 import json
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -11,11 +17,146 @@ import numpy as np
 import pandas as pd
 
 from . import atomic
+from ._version import __version__
 from .environment import versions
+from .errors import TailoredBenchError
 from .methods import kind_of
 from .metrics import per_run_metrics
-from .provenance import code_is_current, file_at, git_commit, jsonable, write_metrics
-from .tables import write_table, write_tables
+
+# Tables
+
+#: For each metric, whether larger is better (used to put the best value in bold).
+METRICS = {"mae": False, "kendall_tau": True}
+
+
+def write_table(table: pd.DataFrame, directory: str | Path, name: str) -> None:
+    """Write ``<name>.csv`` (6 significant digits) and ``<name>.md`` (4 decimals) of a table as it is."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(directory / f"{name}.csv", table.to_csv(index=False, float_format="%.6g"))
+    atomic.write_text(directory / f"{name}.md", table.to_markdown(index=False, floatfmt=".4f") + "\n")
+
+
+def best_mask(summary: pd.DataFrame, keys=("budget",)) -> pd.Series:
+    """True where a row holds the best mean of its metric within its ``keys`` group."""
+    marks = {}
+    for metric, larger in METRICS.items():
+        grouped = summary.groupby(list(keys))[metric]
+        best = grouped.transform("max" if larger else "min")
+        marks[metric] = np.isclose(summary[metric], best)
+    return pd.DataFrame(marks, index=summary.index)
+
+
+def formatted(summary: pd.DataFrame, style: str, keys=("budget",), decimals: int = 3) -> pd.DataFrame:
+    """The summary with "mean ± se" cells, the best of each group in bold (``markdown`` or ``latex``)."""
+    marks = best_mask(summary, keys)
+    out = summary[[*keys, "method"]].copy()
+    for metric, label in (("mae", "MAE"), ("kendall_tau", "tau")):
+        cells = []
+        for i, r in summary.iterrows():
+            mean, se = f"{r[metric]:.{decimals}f}", f"{r[f'{metric}_se']:.{decimals}f}"
+            if style == "latex":
+                mean = rf"\textbf{{{mean}}}" if marks.loc[i, metric] else mean
+                cells.append(rf"{mean} $\pm$ {se}")
+            else:
+                cells.append(f"**{mean}** ± {se}" if marks.loc[i, metric] else f"{mean} ± {se}")
+        out[label] = cells
+    return out
+
+
+def write_tables(summary: pd.DataFrame, directory: str | Path, name: str = "summary", keys=("budget",)) -> list[Path]:
+    """Write ``<name>.csv`` (raw numbers), ``<name>.md`` and ``<name>.tex`` (best in bold)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    summary = summary.sort_values([*keys, "method"], kind="stable").reset_index(drop=True)
+    paths = [directory / f"{name}.csv", directory / f"{name}.md", directory / f"{name}.tex"]
+    atomic.write_text(paths[0], summary.to_csv(index=False, float_format="%.6g"))
+    atomic.write_text(paths[1], formatted(summary, "markdown", keys).to_markdown(index=False) + "\n")
+    atomic.write_text(
+        paths[2],
+        formatted(summary, "latex", keys).to_latex(index=False, escape=False, column_format="l" * (len(keys) + 3)),
+    )
+    return paths
+
+
+# Provenance
+
+#: The checkout this package runs from (git commands take their paths relative to it).
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def git_commit(path: str | Path | None = None) -> str | None:
+    """The checkout's commit, with ``-dirty`` when the package or notebooks have uncommitted changes."""
+    cwd = Path(path or CHECKOUT)
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "tailoredbench", "notebooks"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return f"{head}-dirty" if dirty else head
+
+
+def code_is_current(commit: str | None, path: str | Path | None = None) -> bool:
+    """Whether ``commit`` (from a metrics.json) has the same package, notebooks and registry as HEAD."""
+    if not commit or commit.endswith("-dirty"):
+        return False
+    cwd = Path(path or CHECKOUT)
+    try:
+        diff = subprocess.run(
+            ["git", "diff", "--quiet", commit, "HEAD", "--", "tailoredbench", "notebooks", "data"], cwd=cwd
+        )
+    except OSError:
+        return False
+    return diff.returncode == 0
+
+
+def file_at(commit: str, relative: str) -> str:
+    """A file's text as committed at ``commit`` (``relative`` to this checkout's top), or a one-line error."""
+    try:
+        shown = subprocess.run(["git", "show", f"{commit}:{relative}"], cwd=CHECKOUT, capture_output=True, text=True)
+    except OSError:
+        raise TailoredBenchError(f"{relative} at {commit}: git is not available") from None
+    if shown.returncode:
+        raise TailoredBenchError(f"{relative} at {commit}: not in this checkout's history ({shown.stderr.strip()})")
+    return shown.stdout
+
+
+def write_metrics(path: str | Path, *, parameters: dict, benchmark: dict, summary: pd.DataFrame, **extra) -> dict:
+    """``metrics.json``: parameters, data provenance, code version and summary figures."""
+    record = {
+        "parameters": parameters,
+        "benchmark": benchmark,
+        "package_version": __version__,
+        "git_commit": git_commit(),
+        "environment": versions(),
+        "summary": json.loads(summary.to_json(orient="records")),
+        **extra,
+    }
+    atomic.write_text(path, json.dumps(record, indent=2, default=jsonable) + "\n")
+    return record
+
+
+def jsonable(value):
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+# Reports
 
 
 def write_report(sim, directory: str | Path, **extra) -> dict:

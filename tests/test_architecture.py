@@ -24,7 +24,7 @@ LAYERS = {
     ],
     "methods": ["methods"],
     "estimator": ["intervals", "estimator"],
-    "reporting": ["tables", "figures", "provenance", "report"],
+    "reporting": ["figures", "report"],
     "experiments": ["simulate", "sequential", "studies", "workflow"],
     "faces": ["batch", "cli", "__main__", "__init__"],
 }
