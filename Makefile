@@ -1,22 +1,20 @@
 # Two commands do all set-up on a fresh machine with Python 3.11:
 #   make reproduce   executes every notebook with papermill into reports/
-#   make test        runs ruff and the test suite
-# and `make lab` opens the notebooks in JupyterLab (kernel "python3" of .venv).
+#   make test        lint, format check, type check and the whole test suite
+# `make check` is the quick tier for development (tests marked slow skipped);
+# `make lab` opens the notebooks in JupyterLab (kernel "python3" of .venv).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 # the package and what the notebooks need; the tests add their tools, lm-eval and dask
-# (10 s less set-up for `make reproduce`, which needs none of them)
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
-# uv installs (pip installs uv): it fetches, unpacks and compiles to bytecode in parallel, the
-# set-up of `make reproduce` 21 s instead of 45 s. Compiled, as pip does: where
-# PYTHONDONTWRITEBYTECODE is set, every kernel and worker would otherwise compile its imports.
-# uv reads no pip.conf: an index or proxy goes in UV_INDEX_URL or HTTPS_PROXY.
+# uv installs (pip installs uv) in parallel; bytecode compiled up front so that every kernel and
+# worker does not compile its imports. uv reads no pip.conf: an index or proxy goes in UV_INDEX_URL.
 UV_VERSION := 0.13.9
 INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode
 
-.PHONY: test reproduce quick lab bench lint clean
+.PHONY: test check reproduce quick lab bench lint clean
 
 # constraints.txt: the exact versions the committed reports were made with (and a changed
 # Makefile installs again: a venv made before uv was the installer gets it)
@@ -30,9 +28,16 @@ $(TEST_STAMP): $(STAMP)
 	$(INSTALL) -c constraints.txt -e ".[test,dask]"
 	touch $@
 
-test: $(TEST_STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest
+
+check: lint
+	$(BIN)/python -m pytest -m "not slow" -q
 
 reproduce: $(STAMP)
 	$(BIN)/tailoredbench reproduce
@@ -51,9 +56,6 @@ lab: $(VENV)/.lab
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
-
-lint: $(TEST_STAMP)
-	$(BIN)/ruff check .
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

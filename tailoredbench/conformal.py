@@ -175,7 +175,7 @@ def folds_by_kept(n_models: int, folds: int, repeats: int, seed: int, stream: in
     >>> [(len(kept), [i for i, _ in held]) for kept, held in folds_by_kept(3, 3, 2, seed=0)]
     [(2, [0, 3]), (2, [1, 4]), (2, [2, 5])]
     """
-    groups = {}
+    groups: dict[bytes, tuple[np.ndarray, list]] = {}
     for index, kept, held_out in model_folds(n_models, folds, repeats, seed, stream):
         groups.setdefault(kept.tobytes(), (kept, []))[1].append((index, held_out))
     return list(groups.values())

@@ -52,7 +52,7 @@ def weighted_hamming(A: np.ndarray, weights: np.ndarray, B: np.ndarray | None = 
     [[0.0, 1.0], [1.0, 0.0]]
     """
     same = B is None
-    B = A if same else B
+    B = A if B is None else B
     Aw = A * weights
     # |a - b| = a + b - 2ab for a, b in {0, 1}. One BLAS thread: with a few dozen columns
     # the product is too thin to share, and two threads took 1.5x as long (measured).

@@ -27,10 +27,12 @@ def check_integer(value, name: str, minimum: int | None = None) -> int:
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TailoredBenchError(f"{name} must be an integer, got {value!r}")
-    if not isinstance(value, numbers.Integral):
-        if not float(value).is_integer():
-            raise TailoredBenchError(f"{name} must be an integer, got {value!r}")
-    value = int(value)
+    if isinstance(value, numbers.Integral):
+        value = int(value)
+    elif float(value).is_integer():
+        value = int(float(value))
+    else:
+        raise TailoredBenchError(f"{name} must be an integer, got {value!r}")
     if minimum is not None and value < minimum:
         raise TailoredBenchError(f"{name} must be at least {minimum}, got {value}")
     return value

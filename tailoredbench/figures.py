@@ -250,7 +250,7 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict):
         axes[1, col].set_xticks([])
         axes[1, col].set_ylabel("interval coverage" if col == 0 else "")
     # every method drawn anywhere (each benchmark has its own best baseline), once
-    found = {}
+    found: dict = {}
     for ax in axes[0]:
         for handle, name in zip(*ax.get_legend_handles_labels(), strict=True):
             found.setdefault(name, handle)

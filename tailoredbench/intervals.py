@@ -159,7 +159,7 @@ def _folds(specs, pseudo_source, held, budgets, seed, cache) -> list[dict]:
 def _fold_parts(methods, pseudo_source, pseudo_target, budgets, oracles, estimates) -> dict:
     """One fold's (errors, estimates, unlikeness, item counts) per method and budget, from its oracles' answers."""
     truth = pseudo_target.mean(axis=1)
-    parts = {m: {} for m in methods}
+    parts: dict[str, dict] = {m: {} for m in methods}
     for b in budgets:
         revealed = revealed_unlikeness(pseudo_source, oracles[b])
         for m in methods:

@@ -64,7 +64,8 @@ def as_key(random_state) -> tuple[int, ...]:
     (2, 2)
     """
     if random_state is None:
-        return (int(np.random.SeedSequence().entropy % 2**63), 0)
+        entropy = np.random.SeedSequence().entropy  # a fresh SeedSequence's entropy is an int
+        return (int(entropy) % 2**63, 0)  # type: ignore[arg-type]
     if isinstance(random_state, np.random.Generator):
         return (int(random_state.integers(2**63)), 0)
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):

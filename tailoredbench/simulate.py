@@ -165,7 +165,7 @@ def _exact_where_all_seen(estimates, oracle: Oracle) -> np.ndarray:
     """A target whose every item was asked gets its accuracy on them, whatever the method would say."""
     estimates = np.array(estimates, dtype=float)
     for t in np.flatnonzero(oracle.spent() == oracle.n_items):
-        estimates[t] = oracle.revealed(t)[1].mean()
+        estimates[t] = oracle.revealed(int(t))[1].mean()
     return estimates
 
 

@@ -79,7 +79,7 @@ def sweep(
     >>> table[["benchmark", "arm"]].values.tolist()
     [['pope', 'on'], ['pope', 'off']]
     """
-    budgets = [budget] if np.isscalar(budget) else list(budget)
+    budgets = [int(budget)] if isinstance(budget, int | np.integer) else [int(b) for b in budget]
     frames = []
     for name in benchmarks:
         bench, g_size = study_benchmark(name, seed)
@@ -233,7 +233,7 @@ def coreset_distances(bench: Benchmark, budget: int = 30, seed: int = 0) -> dict
     source, target = bench.source.values, bench.target.values
     result = k_medoids_binary(binary_points(source.T), budget, random_state=rng.stream((seed, rng.CORESET)))
     medoid_of_item = result.medoids[result.labels]
-    out = {"medoids": result.medoids, "labels": result.labels}
+    out: dict = {"medoids": result.medoids, "labels": result.labels}
     for view, matrix in (("source models", source), ("target models", target)):
         Z = standardize(matrix.T)
         distance = np.abs(Z - Z[medoid_of_item]).sum(axis=1)

@@ -384,6 +384,7 @@ def _map_run(run: Run, items: Items, question_files: dict) -> np.ndarray:
                     raise DataError(f"{where}: no POPE item matches {key}")
                 put(items.keys[key], record, where)
         elif run.mapping == "L":
+            assert run.questions is not None  # mapping L names its question file
             if run.questions not in question_files:
                 question_files[run.questions] = {q["question_id"]: q for q in _records(*run.questions)}
             questions = question_files[run.questions]
@@ -438,7 +439,7 @@ def load_pope_matrix() -> tuple[ResponseMatrix, dict]:
     usable = [i for i, run in enumerate(RUNS) if not run.exclude]
     answered = ~np.isnan(correctness)
     llava_items = answered[0]  # row 0 answered exactly LLaVA's 8910 questions
-    complete = [i for i in usable if answered[i, llava_items].all()]
+    complete = np.array([i for i in usable if answered[i, llava_items].all()], dtype=int)
     columns = np.flatnonzero(answered[complete].all(axis=0))
     models = tuple(f"r{RUNS[i].row:02d} {RUNS[i].model} ({RUNS[i].name})" for i in complete)
     matrix = ResponseMatrix(

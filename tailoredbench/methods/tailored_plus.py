@@ -119,6 +119,7 @@ class TailoredPlus(Method):
         distance="manhattan",
         weights=None,
         grow=False,
+        **_,
     ) -> dict:
         """TailoredBench's preparation, the sources' accuracies and, if ``"stacked"`` is run, its weights.
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
@@ -113,7 +114,7 @@ class _Plan:
     kept: dict  # each cached budget's (items, label digests) per target
     chosen: dict  # each budget's items per target, as they are chosen
     digests: dict  # each chosen probe's label digest
-    root: object  # the run cache's folder, or None
+    root: Path | None  # the run cache's folder
     cache_key: list
     groups: list
     sample: int  # CLARA's sample size for the N-set (0: exact)
