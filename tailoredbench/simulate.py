@@ -222,7 +222,15 @@ def _some_runs(runs, specs, prepared, source, target, budgets, seed, with_diffic
                 revealed = [revealed_unlikeness(source, run_oracles[b]) for b in budgets]
                 for spec in group:
                     hardness[i][spec.name] = np.vstack(
-                        [conformal.difficulty(rows[i][spec.name][j], *revealed[j]) for j in range(len(budgets))]
+                        [
+                            # a target asked every item has its exact accuracy: its interval is that point
+                            np.where(
+                                run_oracles[b].spent() == run_oracles[b].n_items,
+                                0.0,
+                                conformal.difficulty(rows[i][spec.name][j], *revealed[j]),
+                            )
+                            for j, b in enumerate(budgets)
+                        ]
                     )
     return [(run, rows[i], seconds, hardness[i]) for i, run in enumerate(runs)]
 

@@ -286,8 +286,9 @@ def calibrated_estimate(native_mean: np.ndarray, probe: Probe, results: np.ndarr
     For item ``i`` in the cluster of medoid ``c``:
     ``min(1, (m_i + 0.5) * (y_c + 0.5) / (m_c + 0.5) - 0.5)``, with ``m`` the native
     sources' mean correctness and ``y_c`` the target's result on the medoid; the
-    estimate is the mean over all items. (The 0.5 offsets keep the ratio finite, as in
-    the paper's code; only the upper bound is clipped, as there.)
+    estimate is the mean over all items, kept in [0, 1]. (The 0.5 offsets keep the ratio
+    finite and each item is clipped above only, as in the paper's code; the mean can fall
+    below 0 for a target that fails most medoids, and an accuracy cannot.)
 
     Parameters
     ----------
@@ -306,7 +307,7 @@ def calibrated_estimate(native_mean: np.ndarray, probe: Probe, results: np.ndarr
     y = np.asarray(results, dtype=float)
     scale = (y + 0.5) / (m[probe.items] + 0.5)
     per_item = np.minimum(1.0, (m + 0.5) * scale[probe.labels] - 0.5)
-    return float(per_item.mean())
+    return float(np.clip(per_item.mean(), 0.0, 1.0))
 
 
 def uncalibrated_estimate(probe: Probe, results: np.ndarray) -> float:

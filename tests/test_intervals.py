@@ -154,3 +154,26 @@ def test_folds_that_keep_the_same_sources_are_prepared_once(monkeypatch):
     fields = ("errors", "estimates", "unlike", "n_items")
     for field, expected in zip(fields, map(np.concatenate, zip(*alone, strict=True)), strict=True):
         assert np.array_equal(getattr(grouped, field), expected)
+
+
+def test_every_estimate_lies_in_0_1_and_inside_its_interval():
+    # SYNTHETIC: targets far weaker than every source push the calibrated mean below 0
+    rng = np.random.default_rng(4)
+    source = (rng.random((30, 60)) < rng.random((30, 1)) * 0.6 + 0.3).astype(float)
+    target = (rng.random((6, 60)) < 0.03).astype(float)
+    results = simulate(
+        (source, target), ["tailoredbench", "tailored_plus"], [15], runs=3, g_size=5, interval=0.9
+    ).results
+    assert results["estimate"].between(0, 1).all()
+    assert (results["interval_low"] <= results["estimate"]).all() and (
+        results["estimate"] <= results["interval_high"]
+    ).all()
+
+
+def test_a_target_asked_every_item_gets_its_exact_accuracy_as_a_point_interval():
+    source = synthetic_matrix(20, 24, seed=1)  # SYNTHETIC
+    target = synthetic_matrix(4, 24, seed=2)  # SYNTHETIC
+    methods = ["tailoredbench", "tailored_plus", "anchor_points", "random_regression"]
+    results = simulate((source, target), methods, [24], runs=1, g_size=5, interval=0.9).results
+    assert np.allclose(results["estimate"], results["true"])
+    assert np.allclose(results["interval_low"], results["interval_high"])
