@@ -9,9 +9,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tailoredbench"
 
 #: Each module's layer, lowest first; a module may import from its own layer or any below.
 LAYERS = {
-    "foundation": ["errors", "_version", "paper", "rng", "atomic", "environment"],
+    "foundation": ["errors", "_version", "paper", "rng", "atomic", "environment", "cache"],
     "data": ["datasets", "families"],
-    "core": ["distances", "kmedoids", "tailored", "conformal", "oracle", "metrics", "run_cache"],
+    "core": ["distances", "kmedoids", "tailored", "conformal", "oracle", "metrics", "run_cache", "irt"],
     "methods": ["methods"],
     "estimator": ["intervals", "estimator"],
     "reporting": ["tables", "figures", "provenance", "report"],
