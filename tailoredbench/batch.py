@@ -21,8 +21,9 @@ from pathlib import Path
 
 import joblib
 
+from .cache import cache_dir
 from .datasets.benchmarks import PAPER_BENCHMARKS
-from .datasets.files import cache_dir, pin_data_dir
+from .datasets.files import pin_data_dir
 from .environment import reproducible_numerics
 from .errors import TailoredBenchError
 from .run_cache import ENV as RUN_CACHE

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .datasets.files import load_cached, store_cached
+from .cache import load_cached, store_cached
 from .environment import versions
 from .errors import CacheWarning
 

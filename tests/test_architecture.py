@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tailoredbench"
 
 #: Each module's layer, lowest first; a module may import from its own layer or any below.
 LAYERS = {
-    "foundation": ["errors", "_version", "paper", "rng", "atomic", "environment"],
+    "foundation": ["errors", "_version", "paper", "rng", "atomic", "environment", "cache"],
     "data": ["datasets", "families"],
     "core": [
         "distances",
@@ -18,6 +18,7 @@ LAYERS = {
         "conformal",
         "stacking",
         "stopping",
+        "irt",
         "oracle",
         "metrics",
         "run_cache",

@@ -8,7 +8,7 @@ import pytest
 from scipy.special import expit
 
 from conftest import synthetic_matrix
-from tailoredbench import rng
+from tailoredbench import irt, rng
 from tailoredbench.cli import main
 from tailoredbench.methods import METHODS, anchor_points, gp_irt, random, random_regression
 from tailoredbench.oracle import Oracle
@@ -84,13 +84,13 @@ def test_irt_recovers_known_item_parameters():
     b = rng.normal(size=n_items)
     truth = expit(theta @ a.T - b)
     Y = (rng.random(truth.shape) < truth).astype(float)
-    model = gp_irt.fit_irt(Y, dim)
+    model = irt.fit_irt(Y, dim)
     fitted = expit(model.theta @ model.a.T - model.b)
     assert np.mean(np.abs(fitted - truth)) < 0.08
     assert np.corrcoef(model.b, b)[0, 1] > 0.95
     # abilities of new models from a subset of items, by the batched Newton fit
     items = np.arange(0, 40, 2)
-    abilities = gp_irt.fit_abilities(Y[:50, items], model.a[items], model.b[items])
+    abilities = irt.fit_abilities(Y[:50, items], model.a[items], model.b[items])
     assert abilities.shape == (50, dim) and np.isfinite(abilities).all()
 
 
@@ -110,7 +110,7 @@ def test_the_irt_loss_terms_are_the_c_librarys_in_one_pass():
         e = exp(-np.abs(Z))
         softplus, observed = np.empty_like(R), np.empty_like(R)
         residual = R.copy()
-        gp_irt._logistic_terms(residual, b, Y, softplus, observed)
+        irt._logistic_terms(residual, b, Y, softplus, observed)
         np.testing.assert_array_equal(softplus, np.maximum(Z, 0.0) + log1p(e))
         np.testing.assert_array_equal(observed, Y * Z)
         np.testing.assert_array_equal(residual, np.where(Z >= 0, 1.0, e) / (1.0 + e) - Y)
@@ -166,11 +166,11 @@ def test_ability_by_maximum_likelihood_is_unshrunk_and_finite():
     a, b = np.ones((200, 1)), rng.normal(size=200)
     theta = np.array([[-2.0], [0.0], [2.5]])
     Y = (rng.random((3, 200)) < expit(theta @ a.T - b)).astype(float)
-    ml = gp_irt.fit_abilities(Y, a, b, precision=0.0)
+    ml = irt.fit_abilities(Y, a, b, precision=0.0)
     assert np.allclose(ml, theta, atol=0.45)  # 200 items: within about two standard errors
-    shrunk = gp_irt.fit_abilities(Y, a, b, precision=50.0)
+    shrunk = irt.fit_abilities(Y, a, b, precision=50.0)
     assert (np.abs(shrunk) < np.abs(ml)).all()  # a strong prior pulls towards 0
-    extreme = gp_irt.fit_abilities(np.array([[1.0] * 5, [0.0] * 5]), a[:5], b[:5], precision=0.0)
+    extreme = irt.fit_abilities(np.array([[1.0] * 5, [0.0] * 5]), a[:5], b[:5], precision=0.0)
     assert np.isfinite(extreme).all() and extreme[0, 0] > 3 > -3 > extreme[1, 0]
 
 
@@ -202,38 +202,3 @@ def test_anchor_points_on_items_all_sources_answer_alike():
         for run in range(10)
     ]
     assert np.mean(errors) < 0.1  # 0.058; 0.31 when every constant item joined the first medoid
-
-
-@pytest.mark.parametrize("shape", [(60, 3), (1319, 3), (500, 11), (8910, 3)])
-@pytest.mark.parametrize("clusters", [5, 30])
-def test_kmeans_plusplus_seeds_kmeans_as_scikit_learn_does(shape, clusters):
-    """gp-IRT's anchors: KMeans seeded by our k-means++ equals scikit-learn's default, bit for bit,
-    with tied items (repeated rows) and rounded features among them."""
-    from sklearn.cluster import KMeans, kmeans_plusplus
-    from threadpoolctl import threadpool_limits
-
-    generator = np.random.default_rng(shape[0] + clusters)
-    for seed in range(4):
-        X = generator.normal(size=shape)
-        if seed == 1:
-            X[: shape[0] // 4] = X[0]
-        if seed == 2:
-            X = np.round(X, 1)
-        theirs, _ = kmeans_plusplus(X, clusters, random_state=seed)
-        assert np.array_equal(gp_irt.kmeans_plusplus(X, clusters, np.random.RandomState(seed)), theirs)
-        with threadpool_limits(limits=1):  # as gp-IRT runs it
-            default = KMeans(n_clusters=clusters, n_init=gp_irt.KMEANS_STARTS, random_state=seed).fit(X)
-            ours = KMeans(clusters, n_init=gp_irt.KMEANS_STARTS, random_state=seed, init=gp_irt.kmeans_plusplus).fit(X)
-        assert np.array_equal(ours.labels_, default.labels_)
-        assert np.array_equal(ours.cluster_centers_, default.cluster_centers_)
-
-
-@pytest.mark.parametrize("n_features", [1, 3, 6, 7, 8, 11, 17, 128])
-def test_anchor_distances_are_numpys_to_the_bit(n_features):
-    """The compiled squared distances from items to centres sum as numpy's pairwise sum does:
-    in turn below 8 terms, in 8 running sums from 8 (gp-IRT's features have 3, 6 or 11)."""
-    generator = np.random.default_rng(n_features)
-    features, centres = generator.normal(size=(300, n_features)), generator.normal(size=(40, n_features))
-    for X in (features, np.round(features, 1), np.repeat(features[:3], 100, axis=0)):
-        numpy_sum = ((X[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
-        assert np.array_equal(gp_irt._squared_to_centres(X, centres), numpy_sum)

@@ -11,9 +11,8 @@ import pandas as pd
 import pytest
 
 from conftest import synthetic_matrix
-from tailoredbench import TailoredBench, load_matrix, simulate
+from tailoredbench import TailoredBench, cache, load_matrix, simulate
 from tailoredbench.cli import main
-from tailoredbench.datasets import files
 from tailoredbench.datasets.lm_eval import read_samples
 from tailoredbench.errors import CacheWarning, DataError, TailoredBenchError
 from tailoredbench.methods import PAPER_METHODS, gp_irt
@@ -343,7 +342,7 @@ def test_a_damaged_gp_irt_cache_entry_is_named_removed_and_rebuilt():
     with pytest.warns(CacheWarning, match="sha256 mismatch"):
         healed = gp_irt.prepare(source, [10])
     assert np.array_equal(healed["model"].a, first["model"].a)
-    assert files.load_cached(path) is not None
+    assert cache.load_cached(path) is not None
 
 
 # --- pipes ----------------------------------------------------------------------------------

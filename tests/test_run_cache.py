@@ -60,7 +60,7 @@ def test_cached_runs_give_the_same_numbers(bench, tmp_path, monkeypatch):
 
 def test_a_cached_probe_whose_cluster_digest_fails_is_clustered_from_all_distances(bench, tmp_path, monkeypatch):
     from tailoredbench import kmedoids
-    from tailoredbench.datasets.files import load_cached, store_cached
+    from tailoredbench.cache import load_cached, store_cached
     from tailoredbench.kmedoids import nearest_medoid
 
     fresh = _simulate(bench)

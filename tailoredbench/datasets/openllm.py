@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..cache import cache_dir, load_cached, store_cached
 from ..errors import DataError
-from .files import cache_dir, load_cached, store_cached
 from .matrix import ResponseMatrix, validate_binary
 
 #: Task -> (details configuration, per-example metric), as tinyBenchmarks used them. These are the

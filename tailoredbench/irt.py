@@ -1,0 +1,136 @@
+"""Item response theory: the multidimensional two-parameter logistic (2PL) model.
+
+``P(model m answers item j) = sigmoid(a_j . theta_m - b_j)`` (Birnbaum 1968, in Lord and
+Novick, *Statistical theories of mental test scores*), fitted as tinyBenchmarks fits it
+(Maia Polo et al. 2024, arXiv 2402.14992): item parameters and abilities of the source
+models jointly (:func:`fit_irt`), then a new model's ability on the items it answered
+(:func:`fit_abilities`). Shared by the methods that estimate from item parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import expit
+from threadpoolctl import threadpool_limits
+
+from . import rng
+
+#: Gaussian prior precisions of abilities, discriminations and difficulties in the fit on the sources.
+PRIOR = {"theta": 1.0, "a": 1.0, "b": 0.1}
+#: Logits are clipped here when a new model's ability is fitted, as in tinyBenchmarks.
+LOGIT_CLIP = 30.0
+
+
+@dataclass(frozen=True)
+class IRTModel:
+    """Item parameters of a fitted multidimensional 2PL model (Birnbaum 1968), and the fitted abilities."""
+
+    a: np.ndarray  # (n_items, dim)
+    b: np.ndarray  # (n_items,)
+    theta: np.ndarray  # (n_models, dim)
+
+    def probabilities(self, theta: np.ndarray, items=None) -> np.ndarray:
+        a, b = (self.a, self.b) if items is None else (self.a[items], self.b[items])
+        return expit(np.atleast_2d(theta) @ a.T - b)
+
+
+def fit_irt(Y: np.ndarray, dim: int, *, seed: int = rng.GP_IRT_FIT, max_iter: int = 3000) -> IRTModel:
+    """Fit the 2PL model (Birnbaum 1968) ``P(Y[m, j] = 1) = sigmoid(a_j . theta_m - b_j)``.
+
+    Penalised maximum likelihood (Gaussian priors :data:`PRIOR`) by L-BFGS on abilities and
+    item parameters jointly, as tinyBenchmarks (Maia Polo et al. 2024, arXiv 2402.14992).
+
+    Examples
+    --------
+    >>> gen = np.random.default_rng(0)
+    >>> theta, b = gen.normal(size=(300, 1)), gen.normal(size=20)
+    >>> Y = (gen.random((300, 20)) < expit(theta @ np.ones((1, 20)) - b)).astype(float)
+    >>> model = fit_irt(Y, 1)
+    >>> bool(np.corrcoef(model.b, b)[0, 1] > 0.95)
+    True
+    """
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
+    n_models, n_items = Y.shape
+    gen = np.random.default_rng(seed)
+    start = np.concatenate([gen.normal(0, 0.1, n_models * dim), gen.normal(0, 0.1, n_items * dim), np.zeros(n_items)])
+    # start difficulties at the logit of each item's failure rate
+    rate = np.clip(Y.mean(axis=0), 0.02, 0.98)
+    start[(n_models + n_items) * dim :] = -np.log(rate / (1 - rate))
+
+    def unpack(x):
+        theta = x[: n_models * dim].reshape(n_models, dim)
+        a = x[n_models * dim : (n_models + n_items) * dim].reshape(n_items, dim)
+        return theta, a, x[(n_models + n_items) * dim :]
+
+    softplus, observed = np.empty((n_models, n_items)), np.empty((n_models, n_items))
+
+    def loss(x):
+        theta, a, b = unpack(x)
+        R = theta @ a.T
+        _logistic_terms(R, b, Y, softplus, observed)
+        nll = softplus.sum() - observed.sum()
+        penalty = 0.5 * (PRIOR["theta"] * (theta**2).sum() + PRIOR["a"] * (a**2).sum() + PRIOR["b"] * (b**2).sum())
+        grad = np.concatenate(
+            [
+                (R @ a + PRIOR["theta"] * theta).ravel(),
+                (R.T @ theta + PRIOR["a"] * a).ravel(),
+                -R.sum(axis=0) + PRIOR["b"] * b,
+            ]
+        )
+        return nll + penalty, grad
+
+    # multi-threaded BLAS is slower on these thin matrices
+    with threadpool_limits(limits=1, user_api="blas"):
+        result = minimize(loss, start, jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
+    theta, a, b = unpack(result.x)
+    return IRTModel(a.copy(), b.copy(), theta.copy())
+
+
+@numba.njit(cache=True, nogil=True)
+def _logistic_terms(R, b, Y, softplus, observed):
+    # With Z = R - b: softplus(Z), Y * Z and, in place of R, the residuals sigmoid(Z) - Y, from one
+    # exponential each, with the C library's exp and log1p, so that AVX-512's numpy rounds alike.
+    for i in range(R.shape[0]):
+        for j in range(R.shape[1]):
+            z = R[i, j] - b[j]
+            e = np.exp(-np.abs(z))
+            softplus[i, j] = max(z, 0.0) + np.log1p(e)
+            observed[i, j] = Y[i, j] * z
+            R[i, j] = (1.0 if z >= 0 else e) / (1.0 + e) - Y[i, j]
+
+
+def fit_abilities(
+    Y_seen: np.ndarray, a: np.ndarray, b: np.ndarray, precision: float = PRIOR["theta"], iterations: int = 50
+) -> np.ndarray:
+    """Abilities of many models on the same seen items under the 2PL model, by batched Newton steps.
+
+    Maximum a posteriori under a Gaussian prior of ``precision`` on the ability;
+    ``precision=0`` is maximum likelihood, as tinyBenchmarks (Maia Polo et al. 2024) fits it.
+
+    Parameters
+    ----------
+    Y_seen : ndarray of shape (n_models, n_seen)
+    a : ndarray of shape (n_seen, dim)
+    b : ndarray of shape (n_seen,)
+    precision : float
+    """
+    n_models, dim = Y_seen.shape[0], a.shape[1]
+    theta = np.zeros((n_models, dim))
+    # a vanishing ridge keeps the Newton system solvable when every answer is right or wrong
+    eye = (precision + 1e-8) * np.eye(dim)
+    for _ in range(iterations):
+        P = expit(np.clip(theta @ a.T - b, -LOGIT_CLIP, LOGIT_CLIP))
+        grad = (P - Y_seen) @ a + precision * theta
+        W = P * (1 - P)
+        H = np.einsum("mj,jd,je->mde", W, a, a) + eye
+        step = np.linalg.solve(H, grad[..., None])[..., 0]
+        # damped: a Newton step of the convex penalised likelihood, capped for safety
+        norm = np.linalg.norm(step, axis=1, keepdims=True)
+        theta -= step * np.minimum(1.0, 2.0 / np.maximum(norm, 1e-12))
+        if np.abs(step).max() < 1e-8:
+            break
+    return theta
