@@ -54,8 +54,7 @@ def weighted_hamming(A: np.ndarray, weights: np.ndarray, B: np.ndarray | None = 
     same = B is None
     B = A if B is None else B
     Aw = A * weights
-    # |a - b| = a + b - 2ab for a, b in {0, 1}. One BLAS thread: with a few dozen columns
-    # the product is too thin to share, and two threads took 1.5x as long (measured).
+    # |a - b| = a + b - 2ab for a, b in {0, 1}; one BLAS thread: a product this thin gains nothing from two
     with _blas().limit(limits=1, user_api="blas"):
         D = Aw @ B.T
     _hamming_from_gram(D, Aw.sum(axis=1), B @ weights, same)
@@ -64,7 +63,7 @@ def weighted_hamming(A: np.ndarray, weights: np.ndarray, B: np.ndarray | None = 
 
 @functools.cache
 def _blas() -> ThreadpoolController:
-    """This process's thread pools, looked up once (a look-up takes about 1.5 ms)."""
+    """This process's thread pools, looked up once (a look-up is slow next to one product)."""
     return ThreadpoolController()
 
 

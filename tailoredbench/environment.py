@@ -16,8 +16,7 @@ from importlib import metadata
 #: anchors, pandas for the tables' means.
 NUMERIC_LIBRARIES = ("numpy", "scipy", "numba", "scikit-learn", "pandas")
 
-#: OpenBLAS's kernels for x86-64 with AVX2 and FMA. The committed reports were made on a Zen 3
-#: under OpenBLAS's own choice; a Zen 4 under this one gives the same numbers (measured).
+#: OpenBLAS's kernels for x86-64 with AVX2 and FMA: the same rounding on processors with and without AVX-512.
 BLAS_CORE = "Haswell"
 
 
@@ -42,9 +41,8 @@ def reproducible_numerics() -> dict[str, str]:
     OpenBLAS picks its kernels by the processor when it loads (its SkylakeX set on a Zen 4 or
     an Intel processor with AVX-512, the Haswell set on a Zen 3), and numpy has its own
     AVX-512 exp and log1p. Products and exponentials then differ in their last bits, and the
-    non-convex IRT fit of gp-IRT, with the dimension and prior chosen on it, moves with them:
-    gp-IRT's MAE on GSM8K at 20 items came out 0.047 on a Zen 4 against the reports' 0.051,
-    and 0.051 again under these variables (measured). ``tailoredbench reproduce`` sets them
+    non-convex IRT fit of gp-IRT, with the dimension and prior chosen on it, moves with them.
+    ``tailoredbench reproduce`` sets them
     for the notebooks' kernels, whose workers inherit them, and ``make lab`` for JupyterLab's.
     A variable already set is kept.
     """

@@ -178,9 +178,7 @@ def run_chunks(runs: int, workers: int) -> list[range]:
     """The runs ``0 .. runs - 1`` as tasks of up to :data:`RUNS_PER_TASK` runs.
 
     With several workers a task takes at most half of a worker's share of the runs left,
-    so tasks shrink towards the end and no worker waits long for another's last one (a
-    two-worker ARC-Challenge grid of 100 runs, timed alternately: 49.7 and 58.3 s, against 57.0
-    and 57.2 s with tasks of ten).
+    so tasks shrink towards the end and no worker waits long for another's last one.
 
     Examples
     --------
@@ -325,8 +323,7 @@ def simulate(
         if bench.source.n_models < 3:
             raise TailoredBenchError(f"{bench.name}: intervals need at least 3 source models")
     source, target = bench.source.values, bench.target.values
-    # Processes by default (threads measured slower: the per-target Python work holds
-    # the GIL); any joblib backend can be asked for, e.g. "dask" for a cluster.
+    # processes by default: the per-target Python work holds the GIL, so threads would take turns
     config = {"n_jobs": n_jobs} if backend is None else {"backend": backend, "n_jobs": n_jobs}
     with dask_client(backend, scheduler, n_jobs), parallel_config(**config):
         prepared = _prepare(source, budgets, specs, seed)  # TailoredBench+'s weights are fitted on the workers
@@ -364,11 +361,7 @@ def simulate(
 
 
 def _tidy(outputs, budgets, models: list, truth: np.ndarray) -> pd.DataFrame:
-    """One row per run, method, budget and target, in that order: the columns built whole.
-
-    Built as one frame per block and concatenated, the table took seconds (one
-    hundred runs of ten methods) while the workers waited for the next notebook cell.
-    """
+    """One row per run, method, budget and target, in that order: the columns built whole, not frame by frame."""
     blocks = [
         (run, budget, name, block[i], hardness[name][i] if name in hardness else None)
         for run, rows, _, hardness in outputs

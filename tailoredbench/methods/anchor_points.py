@@ -11,9 +11,8 @@ The method groups items that the sources answer alike, and two such items are an
 exactly alike: their correlation counts as 1, so they form a cluster of their own
 wherever K-Medoids gives them a medoid. Where it gives them none, each joins the
 medoid it agrees with most often across sources (for an item all sources solve, the
-medoid most sources solve). Before, every such item had correlation 0 with every
-medoid and fell, by the tie, to the first one: on POPE, where 6,940 of 8,910 items are
-constant over the 5 sources, one medoid carried 79% of the weight.
+medoid most sources solve); otherwise every such item would fall, by a tie, to the
+first medoid (on POPE most items are constant over the 5 sources).
 """
 
 from __future__ import annotations
