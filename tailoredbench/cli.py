@@ -326,10 +326,9 @@ def _plan(args) -> int:
             distance=args.distance,
             force=args.force,
         )
-        print(f"wrote {args.out}/{G_SET}: {len(state['g_set_doc_ids'])} items of task {state['task']} (the G-set)")
+        print(f"wrote {args.out}/{G_SET}: {len(state.g_set_doc_ids)} items of task {state.task} (the G-set)")
         print(
-            f"next: lm-eval run ... --tasks {state['task']} --samples {args.out}/{G_SET} "
-            "--log_samples --output_path OUT"
+            f"next: lm-eval run ... --tasks {state.task} --samples {args.out}/{G_SET} --log_samples --output_path OUT"
         )
         return 0
     if args.precision is not None:
@@ -340,8 +339,8 @@ def _plan(args) -> int:
         raise TailoredBenchError("plan --state needs --samples FILE... and --budget N (or --precision P)")
     state = plan_n_set(args.state, args.samples, args.budget, seed=args.seed, force=args.force)
     print(
-        f"wrote {args.state}/{N_SET}: the N-set, {len(state['n_set_doc_ids'])} more items "
-        f"({len(state['native_sources'])} native source models)"
+        f"wrote {args.state}/{N_SET}: the N-set, {len(state.step.n_set_doc_ids)} more items "
+        f"({len(state.step.native_sources)} native source models)"
     )
     return 0
 

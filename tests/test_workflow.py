@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -9,8 +10,10 @@ import pytest
 from tailoredbench import TailoredBench, __version__, load_benchmark
 from tailoredbench.cli import main
 from tailoredbench.datasets.lm_eval import load_lm_eval_samples, parse_samples_argument, read_samples
+from tailoredbench.errors import TailoredBenchError
 from tailoredbench.methods import MethodSpec
 from tailoredbench.oracle import Oracle
+from tailoredbench.workflow import NSet, PlanState, Rounds, _checksum, plan_n_set, read_state
 
 TARGET = 17  # a held-out (target) model of the ARC split
 
@@ -93,18 +96,103 @@ def test_doc_id_outside_the_benchmark(planned, arc, tmp_path, capsys):
     one_line_error(capsys, ["plan", "--state", str(plan), "--samples", str(path), "--budget", "30"], "not an item")
 
 
-def test_state_of_another_version_or_seed(planned, arc, tmp_path, capsys):
+def reseal(state: dict) -> str:
+    """A state.json edited with its checksum made to match, as a careful forger would."""
+    return json.dumps({**state, "checksum": _checksum(state)})
+
+
+def test_state_of_another_seed(planned, arc, tmp_path, capsys):
+    plan, probe = planned
+    path = write_samples(tmp_path, "m", probe, arc.target.values[0], "2025-01-01T00-00-00")
+    args = ["plan", "--state", str(plan), "--samples", str(path), "--budget", "30", "--seed", "5"]
+    one_line_error(capsys, args, "planned with seed 0")
+
+
+def test_the_state_round_trips_through_json(planned, arc, tmp_path):
+    plan, probe = planned
+    assert isinstance(read_state(plan), PlanState) and read_state(plan).step is None
+    path = write_samples(tmp_path, "m", probe, arc.target.values[0], "2025-01-01T00-00-00")
+    state = plan_n_set(plan, [path], 30)
+    assert isinstance(state.step, NSet) and state.step.budget == 30 and len(state.step.n_set_doc_ids) == 20
+    assert read_state(plan) == state == PlanState.from_json(state.to_json())
+    assert (plan / "state.json").read_text() == state.to_json()
+    assert json.loads(state.to_json())["state_format"] == PlanState.FORMAT
+
+
+def test_a_state_of_another_version_is_read_but_not_of_another_format(planned, arc, tmp_path, capsys):
     plan, probe = planned
     path = write_samples(tmp_path, "m", probe, arc.target.values[0], "2025-01-01T00-00-00")
     args = ["plan", "--state", str(plan), "--samples", str(path), "--budget", "30"]
-    one_line_error(capsys, [*args, "--seed", "5"], "planned with seed 0")
+    older = dataclasses.replace(read_state(plan), tailoredbench_version="0.0.1")
+    (plan / "state.json").write_text(older.to_json())
+    assert read_state(plan) == older
+    assert main(args) == 0  # a patch release keeps every plan of the same format
+    assert read_state(plan).tailoredbench_version == __version__  # as rewritten by this version
     state = json.loads((plan / "state.json").read_text())
-    state["tailoredbench_version"] = "0.0.1"
-    (plan / "state.json").write_text(json.dumps(state))
-    one_line_error(capsys, args, f"this is {__version__}")
-    del state["state_format"]  # a plan written before the state's keys were renamed (g_items, n_items, ...)
-    (plan / "state.json").write_text(json.dumps(state))
-    one_line_error(capsys, args, "a plan state of format 1, this is format 3; plan again")
+    newer = reseal({**state, "state_format": PlanState.FORMAT + 1})
+    unnumbered = reseal({k: v for k, v in state.items() if k not in ("state_format", "checksum")})
+    for text, found in ((newer, PlanState.FORMAT + 1), (unnumbered, 1)):
+        (plan / "state.json").write_text(text)
+        message = f"{plan.name}/state.json: a plan state of format {found}, this is format {PlanState.FORMAT}; plan"
+        one_line_error(capsys, args, message)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda s: {"seed": 1}, "its contents do not match its checksum (edited or damaged)"),
+        (
+            lambda s: {"g_set_doc_ids": s["g_set_doc_ids"][::-1]},
+            "its contents do not match its checksum (edited or damaged)",
+        ),
+        (
+            lambda s: {"g_set_doc_ids": s["g_set_doc_ids"][:-1]},
+            "the G-set is not 10 items with doc_ids",
+        ),  # checked first
+    ],
+)
+def test_a_tampered_state_is_refused_in_one_line(planned, capsys, edit, message):
+    plan, _ = planned
+    state = json.loads((plan / "state.json").read_text())
+    (plan / "state.json").write_text(json.dumps({**state, **edit(state)}))
+    one_line_error(capsys, ["estimate", "--state", str(plan), "--samples", "x"], f"state.json: {message}; plan again")
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda s: {"g_set_doc_ids": s["g_set_doc_ids"][:-1]}, "the G-set is not 10 items with doc_ids"),
+        (lambda s: {"g_set": [s["g_set"][0]] * 10}, "an item or doc_id repeats or is unpaired"),
+        (lambda s: {"g_set": [*s["g_set"][:-1], s["item_count"]]}, "an item outside the benchmark's 1172"),
+        (lambda s: {"seed": -1}, "seed must be at least 0, got -1"),
+        (lambda s: {"seed": True}, "'seed' has the wrong type (bool)"),
+        (lambda s: {"benchmark": "mmlu"}, "unknown benchmark 'mmlu'"),
+        (lambda s: {"budget": 30}, "not a complete plan state (no 'model')"),
+        (lambda s: {"budget": 30, "precision": 0.05}, "both a fixed budget and a precision"),
+    ],
+)
+def test_a_resealed_state_that_does_not_hold_together_is_refused(planned, capsys, edit, message):
+    plan, _ = planned
+    state = json.loads((plan / "state.json").read_text())
+    (plan / "state.json").write_text(reseal({**state, **edit(state)}))
+    one_line_error(capsys, ["estimate", "--state", str(plan), "--samples", "x"], f"state.json: {message}; plan again")
+    with pytest.raises(TailoredBenchError, match=re.escape(message)):
+        read_state(plan)
+
+
+def test_the_state_checks_itself_when_built(planned):
+    state = read_state(planned[0])
+    with pytest.raises(TailoredBenchError, match="'g_set' has the wrong type"):
+        dataclasses.replace(state, g_set=list(state.g_set))
+    step = NSet(25, "m", (state.source_models[0],), (999, 1000), (999, 1000))
+    with pytest.raises(TailoredBenchError, match="a budget of 25 for 12 items"):
+        state.then(step)
+    with pytest.raises(TailoredBenchError, match="a native source is unknown"):
+        state.then(dataclasses.replace(step, budget=12, native_sources=("nobody",)))
+    with pytest.raises(TailoredBenchError, match="between 0 and 1"):
+        Rounds(1.5, 30, 5, "m", (), ())
+    with pytest.raises(TailoredBenchError, match="its rounds are not of its settings"):
+        state.then(Rounds(0.05, 30, 5, "m", (), (17,)))
 
 
 def test_missing_g_set_results_and_budget(planned, arc, tmp_path, capsys):
@@ -193,8 +281,6 @@ def test_rounds_refuse_what_would_replace_a_plan(planned, arc, tmp_path, capsys)
 
 
 def test_rounds_keep_the_stopping_rule_they_calibrated(planned, arc, tmp_path, capsys, monkeypatch):
-    from tailoredbench.workflow import _sealed
-
     plan, probe = planned
     row = arc.target.values[TARGET]
     files = [write_samples(tmp_path / "out", "held-out", probe, row, "2025-01-01T00-00-00.000000")]
@@ -203,6 +289,9 @@ def test_rounds_keep_the_stopping_rule_they_calibrated(planned, arc, tmp_path, c
     state = json.loads((plan / "state.json").read_text())
     tb = TailoredBench(random_state=(0, 0)).fit(arc.source)
     assert state["rule"] == json.loads(json.dumps(dataclasses.asdict(tb.stopping_rule(0.05, max_budget=25))))
+    kept = read_state(plan)
+    assert isinstance(kept.step, Rounds) and kept.step.rule == tb.stopping_rule(0.05, max_budget=25)
+    assert PlanState.from_json(kept.to_json()) == kept and kept.step.rounds == (15,)
 
     # the next round and the estimate read it: no second calibration
     monkeypatch.setattr(TailoredBench, "stopping_rule", lambda *a, **k: pytest.fail("calibrated again"))
@@ -214,7 +303,7 @@ def test_rounds_keep_the_stopping_rule_they_calibrated(planned, arc, tmp_path, c
     # a stored rule that does not fit the plan's settings, or is not a rule, is refused (checksum or not)
     # (each message names the file, folder included)
     for rule, message in [({**state["rule"], "precision": 0.04}, "its stopping rule was calibrated for other"),
-                          ({**state["rule"], "q": "0.1"}, "its stopping rule is malformed")]:  # fmt: skip
-        (plan / "state.json").write_text(json.dumps(_sealed({**state, "rule": rule})))
+                          ({**state["rule"], "q": "0.1"}, "'rule.q' has the wrong type (str)")]:  # fmt: skip
+        (plan / "state.json").write_text(reseal({**state, "rule": rule}))
         estimate = ["estimate", "--state", str(plan), "--samples", *map(str, files)]
         one_line_error(capsys, estimate, f"{plan.name}/state.json: {message}")
