@@ -69,3 +69,42 @@ def check_clean(path, tmp_path):
             assert "image/png" in data or "<Figure" not in data.get("text/plain", ""), cell.id  # never a bare repr
             assert output["output_type"] != "execute_result" or set(data) != {"text/plain"}, cell.id  # stray value
     return nb
+
+
+#: Tests of a few seconds or more (real data through the CLI, subprocesses, dask clusters),
+#: besides those marked notebook or lm_eval: `make check` leaves them to `make test`.
+SLOW = {
+    "test_gp_irt_anchors_are_cached_and_read_to_the_same_numbers",
+    "test_reproduce_hands_the_cache_to_the_notebooks",
+    "test_simulation_records_intervals_and_coverage",
+    "test_rounds_to_a_precision_through_the_cli",
+    "test_rounds_keep_the_stopping_rule_they_calibrated",
+    "test_a_closed_pipe_ends_quietly",
+    "test_a_multi_process_dask_cluster_by_address_from_python_and_the_command_line",
+    "test_a_local_dask_cluster_by_default_from_the_command_line",
+    "test_rounds_refuse_what_would_replace_a_plan",
+    "test_same_numbers_for_any_number_of_jobs",
+    "test_cached_runs_give_the_same_numbers",
+    "test_simulate_json_through_python_dash_m",
+    "test_the_estimate_of_an_intact_plan",
+    "test_a_cached_probe_whose_cluster_digest_fails_is_clustered_from_all_distances",
+    "test_a_gsm8k_run_is_timed_in_a_fresh_process_as_the_pinned_comparison_does",
+    "test_cli_variant_and_bad_variant",
+    "test_cli_simulate_precision",
+    "test_cli_json_has_coverage_and_tidy_has_intervals",
+    "test_quality_on_gsm8k_matches_the_paper",
+    "test_full_loop_equals_the_simulation",
+    "test_every_method_runs_through_the_cli_deterministically",
+    "test_simulate_every_benchmark",
+    "test_a_growing_probe_is_cached_whole_and_read_the_same",
+}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if (
+            item.get_closest_marker("notebook")
+            or item.get_closest_marker("lm_eval")
+            or getattr(item, "originalname", "") in SLOW
+        ):
+            item.add_marker(pytest.mark.slow)
