@@ -38,6 +38,7 @@ choices (and fold splits), so that the quantile depends less on one draw.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -191,6 +192,17 @@ def in_fold_order(groups: list, results) -> list:
     return [by_index[index] for index in sorted(by_index)]
 
 
+def check_level(level) -> float:
+    """An interval's level as a float in (0, 1), or a one-line error (a string, a bool or NaN is none).
+
+    >>> check_level(0.9)
+    0.9
+    """
+    if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < float(level) < 1:
+        raise TailoredBenchError(f"interval level must be a number between 0 and 1, got {level!r}")
+    return float(level)
+
+
 def conformal_halfwidth(errors: np.ndarray, level: float = LEVEL) -> float:
     """The split-conformal quantile of absolute errors (or scores): ``q`` with ``P(|error| <= q) >= level``.
 
@@ -202,8 +214,7 @@ def conformal_halfwidth(errors: np.ndarray, level: float = LEVEL) -> float:
     >>> conformal_halfwidth(np.arange(1, 20) / 100, level=0.9)
     0.18
     """
-    if not 0 < level < 1:
-        raise TailoredBenchError(f"interval level must be between 0 and 1, got {level}")
+    level = check_level(level)
     errors = np.sort(np.asarray(errors, dtype=float))
     rank = min(int(np.ceil((len(errors) + 1) * level)), len(errors))
     return float(errors[rank - 1])

@@ -11,12 +11,13 @@ estimator serves many models, in any order, and gives each the same answer as al
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from . import rng
-from .conformal import LEVEL, difficulty, interval, unlikeness
-from .datasets.matrix import validate_binary
+from .conformal import LEVEL, check_level, difficulty, interval, unlikeness
+from .datasets.matrix import ResponseMatrix, numeric_values
 from .distances import check_distance
-from .errors import TailoredBenchError
+from .errors import TailoredBenchError, check_integer
 from .intervals import pseudo_targets, scales
 from .methods.tailored_plus import stack_weights
 from .methods.tailoredbench import TailoredBenchMethod
@@ -88,19 +89,24 @@ class TailoredBench:
         return self
 
     def fit(self, source) -> TailoredBench:
-        """Check the parameters and choose the G-set from the source models' full results (n_sources x n_items)."""
+        """Check the parameters and choose the G-set from the source models' full results (n_sources x n_items).
+
+        ``source``: a :class:`ResponseMatrix`, an array, or a pandas DataFrame (models x items, its
+        columns the item ids by which a Series of results is read).
+        """
         TailoredBenchMethod().check_options({"g_size": self.g_size, "distance": self.distance})
         check_distance(self.distance)
         if self.estimator not in ESTIMATORS:
             raise TailoredBenchError(f"unknown estimator {self.estimator!r}; choose calibrated or plus")
-        items = tuple(getattr(source, "items", ()))
-        source = validate_binary(getattr(source, "values", source), "source models")
-        if source.shape[0] < 2:
+        matrix = source if isinstance(source, ResponseMatrix) else ResponseMatrix(source, source="source models")
+        if matrix.n_models < 2:
             raise TailoredBenchError("at least 2 source models are needed")
         self.key_ = rng.as_key(self.random_state)
-        self.source_ = source
-        self.items_ = items or tuple(range(source.shape[1]))
-        self.g_set_ = g_set(source, self.g_size, distance=self.distance, random_state=rng.stream(self.key_, rng.G_SET))
+        self.source_ = matrix.values
+        self.items_ = matrix.items
+        self.g_set_ = g_set(
+            self.source_, self.g_size, distance=self.distance, random_state=rng.stream(self.key_, rng.G_SET)
+        )
         # Functions of the sources alone, computed on first use per budget (and level), never per model.
         # (computing one twice, e.g. from two threads, gives the same value: no lock is needed)
         self._source_fits: dict[tuple, object] = {}
@@ -122,6 +128,7 @@ class TailoredBench:
         simulation can be replayed exactly.
         """
         self._fitted()
+        target_index = check_integer(target_index, "target_index", 0)
         g_results = self._answers(g_results, self.g_set_, "G-set").reshape(1, -1)
         check_budget(budget, len(self.g_set_), self.source_.shape[1])
         _, neighbours = native_sources(self.source_[:, self.g_set_], g_results, distance=self.distance)
@@ -137,6 +144,7 @@ class TailoredBench:
         (:meth:`precise`). The first round is :meth:`plan`'s probe of that budget.
         """
         self._fitted()
+        target_index = check_integer(target_index, "target_index", 0)
         g_results = self._answers(g_results, self.g_set_, "G-set").reshape(1, -1)
         _, neighbours = native_sources(self.source_[:, self.g_set_], g_results, distance=self.distance)
         out: list[Probe] = []
@@ -168,6 +176,7 @@ class TailoredBench:
         """
         self._fitted()
         precision = check_precision(precision)
+        level = check_level(level)
         budgets = round_budgets(len(self.g_set_), step, max_budget)
         for budget in budgets:
             check_budget(budget, len(self.g_set_), self.source_.shape[1])
@@ -201,20 +210,21 @@ class TailoredBench:
 
     def _answers(self, values, items, what: str) -> np.ndarray:
         """A model's 0/1 results on ``items`` (positions): an array in that order, or a pandas
-        Series indexed by item id (read by label, in any order)."""
+        Series indexed by item id, or a one-row DataFrame with item id columns (read by label, in any order)."""
         items = np.asarray(items)
-        if hasattr(values, "index") and hasattr(values, "reindex"):  # pandas: align by item id, never by position
+        if isinstance(values, pd.DataFrame):
+            if len(values) != 1:
+                raise TailoredBenchError(f"the {what} results are a DataFrame of {len(values)} rows; give one row")
+        if isinstance(values, pd.Series | pd.DataFrame):  # align by item id, never by position
+            labels = values.index if isinstance(values, pd.Series) else values.columns
             ids = [self.items_[i] for i in items]
-            if not values.index.is_unique:
+            if not labels.is_unique:
                 raise TailoredBenchError(f"the {what} results repeat an item id")
-            missing = [i for i in ids if i not in values.index]
+            missing = [i for i in ids if i not in labels]
             if missing:
                 raise TailoredBenchError(f"the {what} results lack item {missing[0]!r} (of {len(ids)})")
-            values = values.reindex(ids).to_numpy()
-        try:
-            array = np.asarray(values, dtype=float).reshape(-1)
-        except (TypeError, ValueError):
-            raise TailoredBenchError(f"the {what} results are not numbers") from None
+            values = values.reindex(ids) if isinstance(values, pd.Series) else values.reindex(columns=ids)
+        array = numeric_values(values, f"the {what} results").reshape(-1)
         if len(array) != len(items):
             raise TailoredBenchError(f"expected {len(items)} {what} results, got {len(array)}")
         bad = ~np.isin(array, (0.0, 1.0))
@@ -260,6 +270,7 @@ class TailoredBench:
         (:mod:`tailoredbench.conformal`). With a ``rule`` (the sequential mode), the
         rule's interval after this round, at the rule's level.
         """
+        level = check_level(level)
         value, halfwidth = self._halfwidth(probe, self._results(probe, results), level, rule)
         low, high = interval(value, halfwidth)
         return float(low), float(high)

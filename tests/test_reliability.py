@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from conftest import synthetic_matrix
-from tailoredbench import TailoredBench, cache, load_matrix, simulate
+from tailoredbench import ResponseMatrix, TailoredBench, cache, load_matrix, simulate
 from tailoredbench.cli import main
 from tailoredbench.datasets.lm_eval import read_samples
 from tailoredbench.errors import CacheWarning, DataError, TailoredBenchError
@@ -38,6 +38,8 @@ def one_line_error(capsys, args, message, code=2):
         ("model,q1,q2\nm1,1\n", "line 2 has 2 cells"),
         ("model,q1,q2\n", "at least one model row"),
         ("model,q1,q2\nm1,1,x\n", "not numeric"),
+        ("model,q1,q2\nm1,0_1,0\n", "not numeric 0/1 .*'0_1'"),  # float() reads it as 1
+        ("model,q1,q2\nm1,\uff11,0\n", "not numeric"),  # a full-width digit one: float() reads it too
     ],
 )
 def test_bad_csv_matrices(tmp_path, text, message):
@@ -54,6 +56,125 @@ def test_bad_npy_matrices(tmp_path):
     for name, message in (("empty", "not a readable"), ("none", "empty matrix"), ("complex", "complex")):
         with pytest.raises(DataError, match=message):
             load_matrix(tmp_path / f"{name}.npy")
+
+
+def test_a_npy_header_is_checked_before_loading(tmp_path, capsys):
+    huge = tmp_path / "huge.npy"
+    with open(huge, "wb") as handle:  # a header claiming 8 TB, and no data
+        np.lib.format.write_array_header_1_0(handle, {"descr": "<f8", "fortran_order": False, "shape": (10**6,) * 2})
+    with pytest.raises(DataError, match=re.escape(str(huge)) + ".*claims shape"):
+        load_matrix(huge)
+    one_line_error(capsys, ["simulate", "--matrix", str(huge)], "claims shape")
+
+
+def test_a_compressed_npy_and_a_folder_are_named_as_such(tmp_path, capsys):
+    np.save(tmp_path / "m.npy", np.ones((4, 5)))
+    packed = tmp_path / "packed.npy"
+    packed.write_bytes(gzip.compress((tmp_path / "m.npy").read_bytes()))
+    with pytest.raises(DataError, match="compressed \\(gzip\\)") as caught:
+        load_matrix(packed)
+    assert "pickle" not in str(caught.value) and "unsafe" not in str(caught.value)
+    (tmp_path / "folder.npy").mkdir()
+    with pytest.raises(DataError, match="a folder"):
+        load_matrix(tmp_path / "folder.npy")
+    one_line_error(capsys, ["simulate", "--matrix", str(tmp_path)], "a folder")
+
+
+def structured(tmp_path):
+    path = tmp_path / "records.npy"
+    np.save(path, np.zeros((3, 4), dtype=[("correct", float)]))
+    return path
+
+
+def test_values_that_are_not_0_1_numbers_are_refused(tmp_path):
+    with pytest.raises(DataError, match=re.escape(str(tmp_path / "records.npy"))):
+        load_matrix(structured(tmp_path))
+    np.save(tmp_path / "dates.npy", np.zeros((3, 4), dtype="datetime64[s]"))
+    with pytest.raises(DataError, match=r"dates\.npy"):
+        load_matrix(tmp_path / "dates.npy")
+    ones = np.eye(3, dtype=int)
+    for values in (ones.astype("datetime64[s]"), ones.astype(object), ones.astype(str), [["0", "1"], ["1", "0"]]):
+        with pytest.raises(DataError, match="not 0/1 numbers") as caught:
+            ResponseMatrix(values)
+        assert len(str(caught.value).splitlines()) == 1
+
+
+def test_the_estimator_refuses_text_for_numbers():
+    matrix = synthetic_matrix(20, 60)
+    with pytest.raises(TailoredBenchError, match="source models"):
+        TailoredBench(g_size=5).fit(matrix.astype(int).astype(str))
+    estimator = TailoredBench(g_size=5).fit(matrix[1:])
+    model = matrix[0]
+    with pytest.raises(TailoredBenchError, match="G-set results"):
+        estimator.plan(model[estimator.g_set_].astype(int).astype(str), 20)
+    probe = estimator.plan(model[estimator.g_set_], 20)
+    text = model[probe.items].astype(int).astype(str)
+    for ask in (estimator.estimate, estimator.interval):
+        with pytest.raises(TailoredBenchError, match="probe results"):
+            ask(probe, text)
+    with pytest.raises(TailoredBenchError, match="probe results"):
+        estimator.estimate(probe, model[probe.items].astype(object))
+
+
+def test_repeated_ids_are_refused_in_every_constructor():
+    with pytest.raises(DataError, match="model id 'a' repeats"):
+        ResponseMatrix(np.eye(2), models=["a", "a"])
+    with pytest.raises(DataError, match="model id '1' repeats"):  # one id once read as text: the same model
+        ResponseMatrix(np.eye(2), models=[1, "1"])
+    with pytest.raises(DataError, match="item id 'q' repeats"):
+        ResponseMatrix(np.eye(2), items=["q", "q"])
+    with pytest.raises(DataError, match="model id 'model_0' repeats"):
+        ResponseMatrix(np.eye(2)).take_models([0, 0])
+    with pytest.raises(DataError, match="model id 'a' repeats"):
+        ResponseMatrix(pd.DataFrame(np.eye(2), index=["a", "a"]))
+    with pytest.raises(DataError, match="item id 'q' repeats"):
+        TailoredBench(g_size=1).fit(pd.DataFrame(np.eye(3), columns=["q", "q", "r"]))
+
+
+def test_pandas_frames_are_read_by_label():
+    matrix = synthetic_matrix(21, 60, seed=2)
+    items = [f"q{i}" for i in range(60)]
+    frame = pd.DataFrame(matrix[1:], index=[f"m{i}" for i in range(20)], columns=items)
+    as_matrix = ResponseMatrix(frame)
+    assert as_matrix.models == tuple(frame.index) and as_matrix.items == tuple(items)
+    reordered = ResponseMatrix(frame, models=frame.index[::-1], items=items[::-1])
+    assert np.array_equal(reordered.values, matrix[1:][::-1, ::-1])
+    with pytest.raises(DataError, match="not the DataFrame's"):
+        ResponseMatrix(frame, items=items[:-1])
+    estimator = TailoredBench(g_size=5).fit(frame)
+    assert estimator.items_ == tuple(items)
+    reference = TailoredBench(g_size=5).fit(ResponseMatrix(matrix[1:], items=items))
+    assert np.array_equal(estimator.g_set_, reference.g_set_)
+    model = pd.Series(matrix[0], index=items).sample(frac=1.0, random_state=0)  # any order: read by label
+    probe = estimator.plan(model, 20)
+    assert np.array_equal(probe.items, reference.plan(matrix[0][reference.g_set_], 20).items)
+    row = model.to_frame("new model").T  # one model's results as a one-row DataFrame
+    assert estimator.estimate(probe, row) == reference.estimate(probe, matrix[0][probe.items])
+    with pytest.raises(TailoredBenchError, match="one row"):
+        estimator.estimate(probe, pd.concat([row, row]))
+    with pytest.raises(DataError, match="column 'q1'"):
+        ResponseMatrix(frame.astype({"q1": str}))
+    sim = simulate((frame.iloc[::2], frame.iloc[1::2]), ["random"], budgets=[20], runs=1, g_size=5)
+    assert len(sim.results)
+
+
+@pytest.mark.parametrize("index", [-1, "1", 1.5, True])
+def test_a_target_index_is_a_non_negative_integer(fitted, index):
+    estimator, model, _ = fitted
+    with pytest.raises(TailoredBenchError, match="target_index"):
+        estimator.plan(model[estimator.g_set_], 20, target_index=index)
+    with pytest.raises(TailoredBenchError, match="target_index"):
+        estimator.rounds(model[estimator.g_set_], [20, 25], target_index=index)
+
+
+@pytest.mark.parametrize("level", ["0.9", 0.0, 1.0, 1.5, float("nan"), True, None])
+def test_an_interval_level_is_a_number_between_0_and_1(fitted, level):
+    estimator, model, probe = fitted
+    with pytest.raises(TailoredBenchError, match="level") as caught:
+        estimator.interval(probe, model[probe.items], level)
+    assert len(str(caught.value).splitlines()) == 1
+    with pytest.raises(TailoredBenchError, match="level"):
+        estimator.stopping_rule(0.05, max_budget=40, level=level)
 
 
 # --- lm-eval samples files -------------------------------------------------------------------
@@ -73,6 +194,7 @@ def samples_file(tmp_path, lines, name="samples_arc_challenge_2025-01-01T00-00-0
         ({"doc_id": "seven", "acc_norm": 1.0}, "doc_id 'seven' is not an integer"),
         ({"doc_id": None, "acc_norm": 1.0}, "doc_id None is not an integer"),
         ({"doc_id": True, "acc_norm": 1.0}, "doc_id True is not an integer"),
+        ({"doc_id": "\u00b2", "acc_norm": 1.0}, "doc_id '\u00b2' is not an integer"),  # str.isdigit() is true
         ({"doc_id": 3, "acc_norm": None}, "is None, not 0/1"),
         ({"doc_id": 3, "acc_norm": "1"}, "is '1', not 0/1"),
         ({"doc_id": 3, "acc_norm": []}, "is [], not 0/1"),
@@ -90,6 +212,16 @@ def test_gzipped_samples_are_read(tmp_path):
     gz = samples_file(tmp_path, lines, "samples_arc_challenge_2025-01-01T00-00-00.jsonl.gz", compress=True)
     packed = read_samples(gz, "acc_norm")
     assert plain == packed == {0: 1.0, 4: 0.0}
+
+
+def test_a_corrupt_compressed_samples_file_is_named(tmp_path):
+    lines = [{"doc_id": d, "acc_norm": 1.0} for d in range(200)]
+    path = samples_file(tmp_path, lines, compress=True)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(DataError, match=re.escape(str(path)) + ": corrupt compressed file"):
+        read_samples(path, "acc_norm")
 
 
 # lm-eval writes a document once per filter (GSM8K: strict-match and flexible-extract), the
@@ -180,6 +312,23 @@ def test_samples_of_two_models_are_refused(planned, arc, tmp_path, capsys):
     other = write_samples(tmp_path / "out", "model-b", n_ids, arc.target.values[40], "2025-01-01T01-00-00")
     args = ["estimate", "--state", str(plan), "--samples", str(first), str(other)]
     one_line_error(capsys, args, "two models in one plan: folder model-a")
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (lambda folder: folder / "model-b" / "samples_arc_challenge_2025-01-01T02-00-00.jsonl", "no such samples file"),
+        (lambda folder: folder / "model-a", "a folder, not a samples file"),
+        (lambda folder: folder / "model-a" / "results.jsonl", "not an lm-eval samples file name"),
+    ],
+)
+def test_each_bad_samples_path_gets_its_own_message(planned, capsys, given, message):
+    plan, first, second, _ = planned
+    path = given(first.parent.parent)
+    if path.name == "results.jsonl":
+        path.write_text(second.read_text())
+    args = ["estimate", "--state", str(plan), "--samples", str(first), str(path)]
+    one_line_error(capsys, args, f"{path}: {message}")
 
 
 @pytest.mark.parametrize(

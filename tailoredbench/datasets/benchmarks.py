@@ -20,7 +20,7 @@ import numpy as np
 from .. import paper
 from ..errors import DataError, TailoredBenchError, check_integer
 from .files import fetch, lookup
-from .matrix import ResponseMatrix, split_models
+from .matrix import ResponseMatrix, distinct_rows, split_models, validate_binary
 from .pope import load_pope_matrix
 from .readers import read_csv_block, read_joblib, read_npy, read_zip_csv
 
@@ -93,10 +93,16 @@ def _gsm8k() -> tuple[ResponseMatrix, ResponseMatrix, dict]:
 
 def _full_matrix_arc() -> tuple[ResponseMatrix, dict]:
     scores_path, names_path = "data/scores/arc_challenge.jbl", "data/scores/arc_challenge_models.jbl"
-    values = read_joblib(fetch(_ARC, scores_path))
-    names = read_joblib(fetch(_ARC, names_path))
-    matrix = ResponseMatrix(np.asarray(values), tuple(names), source=f"{_ARC}/{scores_path}")
-    matrix, dropped = matrix.drop_duplicate_models()
+    where = f"{_ARC}/{scores_path}"
+    values = validate_binary(read_joblib(fetch(_ARC, scores_path)), where)
+    names = [str(name) for name in read_joblib(fetch(_ARC, names_path))]
+    if len(names) != values.shape[0]:
+        raise DataError(f"{where}: {len(names)} model ids for {values.shape[0]} rows")
+    # upstream lists some models twice with the same results: one row each, as ids must be unique
+    keep = distinct_rows(values)
+    kept = set(keep.tolist())
+    dropped = [name for i, name in enumerate(names) if i not in kept]
+    matrix = ResponseMatrix(values[keep], tuple(names[i] for i in keep), source=where)
     info = {
         "description": "ARC-Challenge test (1172 items, acc_norm, harness doc_id order), "
         "Open LLM Leaderboard v2 models from benchmark-prediction; exact duplicate rows dropped.",

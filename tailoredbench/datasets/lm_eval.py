@@ -17,6 +17,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -29,7 +30,9 @@ from .matrix import ResponseMatrix
 
 #: The metric read by default for the lm-eval tasks of the benchmarks the package knows.
 DEFAULT_METRIC = {spec.lm_eval_task: spec.lm_eval_metric for spec in SPECS.values() if spec.lm_eval_task}
-_FILE = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-.:]+)\.jsonl$")
+_FILE = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-.:]+)\.jsonl(\.gz)?$")
+#: A doc_id written as text: ASCII digits only ("²" is a digit to str.isdigit, not to int).
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def task_of(path: str | Path) -> str | None:
@@ -85,7 +88,7 @@ def _doc_id(value, where: str) -> int:
         raise DataError(f"{where}: doc_id {value!r} is not an integer")
     if isinstance(value, int):
         doc_id = value
-    elif isinstance(value, str) and value.strip().isdigit():
+    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
         doc_id = int(value)
     elif isinstance(value, float) and value.is_integer():
         doc_id = int(value)
@@ -102,12 +105,19 @@ def _lines(path: Path) -> list[str]:
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError) as err:
-            raise DataError(f"{path}: a broken gzip file ({err})") from None
+        except (OSError, EOFError, zlib.error) as err:
+            raise DataError(f"{path}: corrupt compressed file (gzip: {err})") from None
     try:
         return data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
         raise DataError(f"{path}: not UTF-8 text; expected lm-eval's JSON Lines") from None
+
+
+def _check_path(path: Path) -> None:
+    if path.is_dir():
+        raise DataError(f"{path}: a folder, not a samples file; give the samples_<task>_<date>.jsonl files in it")
+    if not path.is_file():
+        raise DataError(f"{path}: no such samples file")
 
 
 def model_of(path: str | Path) -> str:
@@ -115,12 +125,16 @@ def model_of(path: str | Path) -> str:
 
     lm-eval writes ``results_<time>.json`` beside ``samples_<task>_<time>.jsonl``; its
     ``config.model`` and ``config.model_args`` name the model. Without that file, the
-    folder lm-eval named after the model stands in.
+    folder lm-eval named after the model stands in. A missing file, a folder, or a file
+    not named as lm-eval names samples files is a :class:`DataError`.
     """
     path = Path(path)
+    _check_path(path)
     match = _FILE.match(path.name)
-    results = path.parent / f"results_{match.group('stamp')}.json" if match else None
-    if results is None or not results.is_file():
+    if match is None:  # which model wrote it is known from lm-eval's names only
+        raise DataError(f"{path}: not an lm-eval samples file name (samples_<task>_<date>.jsonl)")
+    results = path.parent / f"results_{match.group('stamp')}.json"
+    if not results.is_file():
         return f"folder {path.parent.name}"
     try:
         config = json.loads(results.read_text()).get("config", {})
@@ -148,8 +162,7 @@ def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict
         value that is not 0/1.
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: no such samples file")
+    _check_path(path)
     file_task = task_of(path)
     if task is not None and file_task is not None and file_task != task:
         raise DataError(f"{path}: a samples file of task '{file_task}', expected '{task}'")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..errors import DataError, TailoredBenchError
+from .readers import read_npy
 
 
 @dataclass(frozen=True)
@@ -17,12 +20,15 @@ class ResponseMatrix:
 
     Parameters
     ----------
-    values : array-like of shape (n_models, n_items)
-        0/1 correctness; any other value, or NaN, is an error.
+    values : array-like or pandas DataFrame of shape (n_models, n_items)
+        0/1 correctness as numbers (bool, int or float); any other value, NaN, text or
+        dates are an error. A DataFrame's index gives the model ids, its columns the item ids.
     models : sequence of str, optional
-        Model ids; ``model_0``, ``model_1``, ... when omitted.
+        Model ids, all different; ``model_0``, ``model_1``, ... when omitted. With a
+        DataFrame: its index labels in the order wanted (rows are taken by label).
     items : sequence, optional
-        Item ids (the benchmark's ``doc_id`` where known); ``0..n_items-1`` when omitted.
+        Item ids, all different (the benchmark's ``doc_id`` where known); ``0..n_items-1``
+        when omitted. With a DataFrame: its column labels in the order wanted.
     source : str, default "array"
         Where the values came from, named in error messages.
 
@@ -39,17 +45,20 @@ class ResponseMatrix:
     source: str = "array"
 
     def __post_init__(self):
-        values = validate_binary(self.values, self.source)
+        values, models, items = self.values, tuple(self.models), tuple(self.items)
+        if isinstance(values, pd.DataFrame):
+            values, models, items = _by_label(values, models, items, self.source)
+        values = validate_binary(values, self.source)
         object.__setattr__(self, "values", values)
         n_models, n_items = values.shape
-        models = tuple(str(m) for m in self.models) or tuple(f"model_{i}" for i in range(n_models))
-        items = tuple(self.items) or tuple(range(n_items))
+        models = tuple(str(m) for m in models) or tuple(f"model_{i}" for i in range(n_models))
+        items = items or tuple(range(n_items))
         if len(models) != n_models:
             raise DataError(f"{self.source}: {len(models)} model ids for {n_models} rows")
         if len(items) != n_items:
             raise DataError(f"{self.source}: {len(items)} item ids for {n_items} columns")
-        if len(set(items)) != n_items:
-            raise DataError(f"{self.source}: item ids are not unique")
+        _check_unique(models, "model", self.source)
+        _check_unique(items, "item", self.source)
         object.__setattr__(self, "models", models)
         object.__setattr__(self, "items", items)
 
@@ -83,21 +92,76 @@ class ResponseMatrix:
 
     def drop_duplicate_models(self) -> tuple[ResponseMatrix, list[str]]:
         """Drop exact duplicate rows, keeping the first model of each; returns the dropped ids."""
-        _, first = np.unique(self.values, axis=0, return_index=True)
-        keep = np.sort(first)
+        keep = distinct_rows(self.values)
         dropped = [m for i, m in enumerate(self.models) if i not in set(keep.tolist())]
         return self.take_models(keep), dropped
 
 
+def distinct_rows(values: np.ndarray) -> np.ndarray:
+    """The rows to keep so that no two are equal: the first of each, in order."""
+    _, first = np.unique(values, axis=0, return_index=True)
+    return np.sort(first)
+
+
+def _check_unique(ids: tuple, what: str, source: str) -> None:
+    seen: set = set()
+    for one in ids:
+        if one in seen:
+            raise DataError(f"{source}: {what} id {one!r} repeats; each {what} needs its own id")
+        seen.add(one)
+
+
+def _by_label(frame: pd.DataFrame, models: tuple, items: tuple, source: str) -> tuple:
+    """A DataFrame's values and ids; ids given as well pick its rows and columns by label."""
+    for labels, what in ((frame.index, "model"), (frame.columns, "item")):
+        _check_unique(tuple(labels), what, source)
+    for given, labels, what, axis in (
+        (models, frame.index, "model", "index"),
+        (items, frame.columns, "item", "columns"),
+    ):
+        if given and (len(given) != len(labels) or set(given) != set(labels)):
+            raise DataError(f"{source}: the {what} ids given are not the DataFrame's {axis} labels")
+    frame = frame.loc[list(models) if models else frame.index, list(items) if items else frame.columns]
+    return frame, tuple(frame.index), tuple(frame.columns)
+
+
+#: What a dtype kind holds, for the error on values that are not numbers.
+_NOT_NUMBERS = {
+    "O": "Python objects (an object array)",
+    "U": "text",
+    "S": "bytes",
+    "M": "dates",
+    "m": "time spans",
+    "V": "records (a structured array)",
+}
+
+
+def numeric_values(values, source: str) -> np.ndarray:
+    """``values`` (an array, nested lists, or pandas data) as float64 if they are numbers (bool, int or
+    float); anything else, text '0'/'1' included, is a one-line :class:`DataError` naming ``source``."""
+    if isinstance(values, pd.Series | pd.DataFrame):
+        frame = values.to_frame() if isinstance(values, pd.Series) else values
+        for column, dtype in frame.dtypes.items():
+            if pd.api.types.is_complex_dtype(dtype):
+                raise DataError(f"{source}: complex values; expected real 0/1 correctness")
+            if not pd.api.types.is_numeric_dtype(dtype):  # bool counts as numeric
+                raise DataError(f"{source}: column {column!r} holds {dtype} values, not 0/1 numbers")
+        return values.to_numpy(dtype=np.float64, na_value=np.nan)
+    try:
+        raw = np.asarray(values)
+    except (TypeError, ValueError):  # ragged nested lists
+        raise DataError(f"{source}: values are not numeric 0/1 (rows of different lengths?)") from None
+    if raw.dtype.kind == "c":
+        raise DataError(f"{source}: complex values; expected real 0/1 correctness")
+    if raw.dtype.kind not in "biuf":
+        what = _NOT_NUMBERS.get(raw.dtype.kind, f"{raw.dtype} values")
+        raise DataError(f"{source}: the values are {what}, not 0/1 numbers")
+    return raw.astype(np.float64, copy=False)
+
+
 def validate_binary(values, source: str = "array") -> np.ndarray:
     """``values`` as a float64 2-D array of 0/1, or a :class:`DataError` naming ``source``."""
-    raw = np.asarray(values)
-    if np.iscomplexobj(raw):
-        raise DataError(f"{source}: complex values; expected real 0/1 correctness")
-    try:
-        array = np.asarray(raw, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise DataError(f"{source}: values are not numeric") from None
+    array = numeric_values(values, source)
     if array.ndim != 2:
         raise DataError(f"{source}: expected a 2-D models x items matrix, got shape {array.shape}")
     if array.shape[0] == 0 or array.shape[1] == 0:
@@ -137,18 +201,20 @@ def load_matrix(path: str | Path) -> ResponseMatrix:
     ('q1', 'q2')
     """
     path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{path}: a folder; give a matrix file (.npy or .csv)")
     if not path.is_file():
         raise DataError(f"{path}: no such file")
     suffix = path.suffix.lower()
     if suffix == ".npy":
-        try:
-            values = np.load(path, allow_pickle=False)
-        except (ValueError, OSError, EOFError) as err:
-            raise DataError(f"{path}: not a readable .npy array ({err})") from None
-        return ResponseMatrix(values, source=str(path))
+        return ResponseMatrix(read_npy(path), source=str(path))
     if suffix == ".csv":
         return _read_csv(path)
     raise DataError(f"{path}: unsupported format {suffix!r}; use .npy or .csv")
+
+
+#: A CSV cell that is a number: ASCII digits only, for float() also reads "0_1" as 1 and other scripts' digits.
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(nan|inf|infinity)", re.ASCII | re.IGNORECASE)
 
 
 def _read_csv(path: Path) -> ResponseMatrix:
@@ -178,10 +244,11 @@ def _read_csv(path: Path) -> ResponseMatrix:
     twice = sorted({m for m in models if models.count(m) > 1})
     if twice:
         raise DataError(f"{path}: model id {twice[0]!r} appears on more than one row")
-    try:
-        values = np.array([[float(cell) for cell in row[1:]] for row in body])
-    except ValueError as err:
-        raise DataError(f"{path}: values are not numeric 0/1 ({err})") from None
+    for line, row in enumerate(body, start=2):
+        bad = next((cell for cell in row[1:] if not _NUMBER.fullmatch(cell.strip())), None)
+        if bad is not None:
+            raise DataError(f"{path}: values are not numeric 0/1 (line {line}: {bad!r})")
+    values = np.array([[float(cell) for cell in row[1:]] for row in body])
     return ResponseMatrix(values, tuple(models), tuple(header), source=str(path))
 
 
