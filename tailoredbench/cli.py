@@ -24,7 +24,7 @@ from .methods import METHODS
 from .sequential import simulate_rounds, stop
 from .simulate import simulate
 from .stopping import MAX_BUDGET, ROUND_SIZE, check_precision
-from .workflow import G_SET, N_SET, estimate, plan_g_set, plan_n_set, plan_round
+from .workflow import G_SET, N_SET, NSet, estimate, plan_g_set, plan_n_set, plan_round
 
 
 def _at_least(lowest: int, words: str):
@@ -337,10 +337,11 @@ def _plan(args) -> int:
         return _plan_round(args)
     if not args.samples or not args.budget:
         raise TailoredBenchError("plan --state needs --samples FILE... and --budget N (or --precision P)")
-    state = plan_n_set(args.state, args.samples, args.budget, seed=args.seed, force=args.force)
+    step = plan_n_set(args.state, args.samples, args.budget, seed=args.seed, force=args.force).step
+    assert isinstance(step, NSet)  # plan_n_set's step
     print(
-        f"wrote {args.state}/{N_SET}: the N-set, {len(state.step.n_set_doc_ids)} more items "
-        f"({len(state.step.native_sources)} native source models)"
+        f"wrote {args.state}/{N_SET}: the N-set, {len(step.n_set_doc_ids)} more items "
+        f"({len(step.native_sources)} native source models)"
     )
     return 0
 

@@ -239,12 +239,20 @@ def plan_g_set(
     bench = load_benchmark(benchmark)
     tb = TailoredBench(g_size, distance, random_state=(seed, 0)).fit(bench.source)
     g_items = tuple(int(i) for i in tb.g_set_)
-    setting = (benchmark, task, metric or DEFAULT_METRIC.get(task, "acc"), seed, len(g_items), distance, bench.n_items)
+    setting: tuple[typing.Any, ...] = (
+        benchmark,
+        task,
+        metric or DEFAULT_METRIC.get(task, "acc"),
+        seed,
+        len(g_items),
+        distance,
+        bench.n_items,
+    )
     models, doc_ids = tuple(bench.source.models), tuple(bench.source.items[i] for i in g_items)
     state = PlanState(*setting, _data_hashes(bench), models, g_items, doc_ids)
     out.mkdir(parents=True, exist_ok=True)
-    for stale in (N_SET, *out.glob(ROUND.format("*"))):  # from an older plan in a forced folder
-        (out / stale).unlink(missing_ok=True)
+    for stale in (out / N_SET, *out.glob(ROUND.format("*"))):  # from an older plan in a forced folder
+        stale.unlink(missing_ok=True)
     _write_json(out / G_SET, samples_argument(task, state.g_set_doc_ids))
     atomic.write_text(out / STATE, state.to_json())
     return state
@@ -266,7 +274,7 @@ def read_state(folder: str | Path, seed: int | None = None) -> PlanState:
 
 def _one_model(samples) -> str:
     """The model all the samples files come from; files of two models are an error naming both."""
-    models = {}
+    models: dict[str, typing.Any] = {}
     for path in samples:
         models.setdefault(model_of(path), path)
     if len(models) > 1:
@@ -349,6 +357,7 @@ def _sequential(state: PlanState, samples) -> dict:
     meeting the precision, else the last answered) with the ``estimate``, ``low`` and ``high`` there.
     """
     plan = state.step
+    assert isinstance(plan, Rounds)  # the callers replay a sequential plan only
     bench, tb = fitted(state)
     results = _results(state, samples, bench.source.items)
     rule = plan.rule or tb.stopping_rule(plan.precision, plan.max_budget, plan.round_size, INTERVAL_LEVEL)
@@ -398,7 +407,12 @@ def plan_round(
     precision = check_precision(precision)
     model = _one_model(samples)
     max_budget, round_size = check_integer(max_budget, "max budget"), check_integer(round_size, "round size", 1)
-    settings = {"precision": precision, "max_budget": max_budget, "round_size": round_size, "model": model}
+    settings: dict[str, typing.Any] = {
+        "precision": precision,
+        "max_budget": max_budget,
+        "round_size": round_size,
+        "model": model,
+    }
     old = state.step
     if isinstance(old, NSet) and not force:
         raise TailoredBenchError(
@@ -410,7 +424,7 @@ def plan_round(
         raise TailoredBenchError(
             f"{folder}: planned with {planned}; add --force to start again, or plan into a new folder"
         )
-    state = state.then(old if same else Rounds(**settings, native_sources=(), rounds=()))
+    state = state.then(old if isinstance(old, Rounds) and same else Rounds(**settings, native_sources=(), rounds=()))
     replayed = _sequential(state, samples)
     if not same:  # a new plan (or a forced one): its rounds start again, once the samples have been read
         _drop_rounds(folder)
@@ -423,8 +437,10 @@ def plan_round(
         path = folder / ROUND.format(answered + 1)
         _write_json(path, samples_argument(state.task, [bench.source.items[i] for i in new]))
         out.update(file=str(path), round=answered + 1)
-    rounds = tuple(sorted({*state.step.rounds, *(int(p.budget) for p in probes[: out["round"]])}))
-    kept = dataclasses.replace(state.step, native_sources=replayed["native"], rounds=rounds, rule=replayed["rule"])
+    step = state.step
+    assert isinstance(step, Rounds)  # set just above
+    rounds = tuple(sorted({*step.rounds, *(int(p.budget) for p in probes[: out["round"]])}))
+    kept = dataclasses.replace(step, native_sources=replayed["native"], rounds=rounds, rule=replayed["rule"])
     atomic.write_text(folder / STATE, state.then(kept).to_json())
     return {**out, "precision": precision}
 
