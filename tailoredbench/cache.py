@@ -2,6 +2,14 @@
 
 Generic, below the data layer: the data registry downloads into :func:`cache_dir`, and
 gp-IRT's fits and the run cache (:mod:`tailoredbench.run_cache`) keep their entries here.
+An entry may carry the key of what it was computed on (a hash of the data and settings),
+checked when it is read: an entry moved or copied to another's place is not trusted.
+
+A cache never stops a computation nor changes a number: an entry that cannot be read,
+fails its hash, holds another key or is not a file at all is named in a
+:class:`~tailoredbench.errors.CacheWarning`, removed and computed again; a cache folder
+that cannot be written (read-only, full) is named once, with the cause, and not written
+again by this process.
 """
 
 from __future__ import annotations
@@ -9,13 +17,19 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
+import stat
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from . import atomic
 from .errors import CacheWarning
+
+#: Cache folders that refused an entry: this process writes no more to them.
+_unwritable: set[Path] = set()
 
 
 def cache_dir() -> Path:
@@ -37,23 +51,72 @@ def _arrays_digest(arrays: dict) -> str:
     return digest.hexdigest()
 
 
-def store_cached(path: str | Path, **arrays) -> Path:
-    """Write arrays to a cache entry (``.npz``) with a sha256 of its contents, atomically."""
-    path = Path(path)
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays, _sha256=_arrays_digest(arrays))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return atomic.write_bytes(path, buffer.getvalue())
+def _remove(path: Path) -> str | None:
+    """Remove whatever is at ``path`` (a folder with its contents); None when done, else why not."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    except OSError as err:
+        return str(err)
+    return None
 
 
-def load_cached(path: str | Path) -> dict | None:
-    """A cache entry's arrays, or None when there is none.
+def _drop(path: Path, reason: str) -> None:
+    failed = _remove(path)
+    outcome = "removed" if failed is None else f"cannot remove it ({failed})"
+    warnings.warn(f"{path}: {reason}; {outcome}, computing it again", CacheWarning, stacklevel=3)
 
-    An entry that cannot be read or fails its hash is named in a :class:`CacheWarning`
-    and removed, so that the caller computes it afresh and stores a sound one.
+
+def store_cached(
+    path: str | Path, *, key: str | None = None, folder: str | Path | None = None, **arrays
+) -> Path | None:
+    """Write arrays to a cache entry (``.npz``) with a sha256 of its contents, atomically.
+
+    ``key``, a hash of what the arrays were computed on, is kept inside the entry for
+    :func:`load_cached` to check. If the cache folder ``folder`` (by default the entry's)
+    cannot be written, it is named once in a :class:`CacheWarning` with the cause and left
+    alone from then on; returns the entry's path, or None when it was not written.
     """
     path = Path(path)
-    if not path.is_file():
+    folder = Path(folder) if folder is not None else path.parent
+    if folder in _unwritable:
+        return None
+    if key is not None:
+        arrays["_key"] = np.str_(key)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays, _sha256=_arrays_digest(arrays))
+    if os.path.lexists(path) and not path.is_file() and _remove(path) is not None:
+        return None  # not a file, and there to stay: load_cached named it
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return atomic.write_bytes(path, buffer.getvalue())
+    except OSError as err:
+        _unwritable.add(folder)
+        message = f"{folder}: the cache cannot be written ({err}); running without storing to it"
+        warnings.warn(message, CacheWarning, stacklevel=2)
+        return None
+
+
+def load_cached(
+    path: str | Path, *, key: str | None = None, check: Callable[[dict], object] | None = None
+) -> dict | None:
+    """A cache entry's arrays, or None when there is none.
+
+    An entry that is not a file, cannot be read, fails its hash, holds another ``key``
+    than this one (when one is given) or fails ``check`` (which raises ValueError,
+    KeyError, TypeError or IndexError on arrays unfit for their use) is named in a
+    :class:`CacheWarning` and removed, so that the caller computes it afresh and stores a
+    sound one.
+    """
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # none there (or none that can be reached): computed, and stored if it can be
+        return None
+    if not stat.S_ISREG(mode):  # a folder, a pipe...: never read, or the run would fail or hang
+        _drop(path, "not a file")
         return None
     try:
         with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as stored:
@@ -62,7 +125,17 @@ def load_cached(path: str | Path) -> dict | None:
         if recorded != _arrays_digest(arrays):
             raise ValueError("sha256 mismatch")
     except Exception as err:  # any damage at all: it is only a cache
-        warnings.warn(f"{path}: damaged cache entry ({err}); removed, computing it again", CacheWarning, stacklevel=2)
-        path.unlink(missing_ok=True)
+        _drop(path, f"damaged cache entry ({err})")
         return None
+    found = str(arrays.pop("_key")) if "_key" in arrays else None
+    if key is not None and found != key:
+        held = "no key" if found is None else f"key {found[:16]}..."
+        _drop(path, f"cache entry computed on other data or settings ({held}, not {key[:16]}...)")
+        return None
+    if check is not None:
+        try:
+            check(arrays)
+        except (ValueError, KeyError, TypeError, IndexError) as err:
+            _drop(path, f"cache entry unfit for its use ({err})")
+            return None
     return arrays

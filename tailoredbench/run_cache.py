@@ -17,9 +17,12 @@ items (each item's cluster, the estimates) is recomputed from them, the clusters
 against a digest kept with the items (:func:`tailoredbench.kmedoids.known_labels`), so a
 cached run gives the same numbers as a fresh one, to the digit. Unset or empty, the
 variable turns the cache off, as it is by default; ``tailoredbench reproduce`` sets it
-for the notebooks it runs. An entry that cannot be read, fails its hash or has other
-shapes than expected is named in a :class:`~tailoredbench.errors.CacheWarning`, removed
-and computed again.
+for the notebooks it runs. Each entry carries its key, so that one moved or copied to
+another's place is not trusted. An entry that is not a file, cannot be read, fails its
+hash, holds another key or has other shapes than expected is named in a
+:class:`~tailoredbench.errors.CacheWarning`, removed and computed again; a folder that
+cannot be written is named once and the runs go on without storing to it
+(:mod:`tailoredbench.cache`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -35,7 +37,6 @@ import numpy as np
 
 from .cache import load_cached, store_cached
 from .environment import versions
-from .errors import CacheWarning
 
 #: The environment variable naming the cache's folder.
 ENV = "TAILOREDBENCH_RUN_CACHE"
@@ -78,12 +79,15 @@ def _update(digest, part) -> None:
         digest.update(f"{type(part).__name__}:{part!r}".encode())
 
 
-def _path(root: Path | None, kind: str, parts) -> Path | None:
+def _entry(root: Path | None, kind: str, parts) -> tuple[Path, str] | None:
+    """The path of the entry of ``kind`` for the key ``parts`` in the cache at ``root``, and its
+    key (kept inside it); None when the cache is off."""
     if root is None:
         return None
     digest = hashlib.sha256(code_digest().encode())
     _update(digest, [kind, *parts])
-    return Path(root) / kind / f"{digest.hexdigest()[:32]}.npz"
+    key = digest.hexdigest()
+    return Path(root) / kind / f"{key[:32]}.npz", key
 
 
 def load(root: Path | None, kind: str, parts, shapes: Mapping[str, tuple]) -> dict | None:
@@ -91,22 +95,22 @@ def load(root: Path | None, kind: str, parts, shapes: Mapping[str, tuple]) -> di
 
     ``shapes`` lists every array the entry must hold, and its shape.
     """
-    path = _path(root, kind, parts)
-    if path is None:
+    entry = _entry(root, kind, parts)
+    if entry is None:
         return None
-    arrays = load_cached(path)
-    if arrays is None:
-        return None
-    if {name: arrays[name].shape for name in arrays} != {name: tuple(shape) for name, shape in shapes.items()}:
-        message = f"{path}: cache entry of other shapes than expected; removed, computing it again"
-        warnings.warn(message, CacheWarning, stacklevel=2)
-        path.unlink(missing_ok=True)
-        return None
-    return arrays
+    path, key = entry
+    expected = {name: tuple(shape) for name, shape in shapes.items()}
+
+    def check(arrays: dict) -> None:
+        found = {name: array.shape for name, array in arrays.items()}
+        if found != expected:
+            raise ValueError(f"other shapes than expected: {found}, not {expected}")
+
+    return load_cached(path, key=key, check=check)
 
 
 def store(root: Path | None, kind: str, parts, **arrays) -> None:
     """Keep ``arrays`` as the entry of ``kind`` for the key ``parts`` in the cache at ``root`` (None: off)."""
-    path = _path(root, kind, parts)
-    if path is not None:
-        store_cached(path, **arrays)
+    entry = _entry(root, kind, parts)
+    if entry is not None:
+        store_cached(entry[0], key=entry[1], folder=root, **arrays)

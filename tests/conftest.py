@@ -1,4 +1,6 @@
+import errno
 import os
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -31,6 +33,43 @@ def environment_restored():
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def unwritable(monkeypatch):
+    """``unwritable(folder, cause)`` makes ``folder`` refuse new files as a ``"read-only"`` or a
+    ``"full"`` file system does, and returns the error's message.
+
+    Root writes into a read-only folder all the same: there the refusal is made where the file is created.
+    """
+    made = []
+    real = tempfile.mkstemp
+
+    def make(folder: Path, cause: str) -> str:
+        folder.mkdir(parents=True, exist_ok=True)
+        inside = folder.resolve()
+
+        def mkstemp(*args, dir=None, **kwargs):
+            if dir is None or not Path(dir).resolve().is_relative_to(inside):
+                return real(*args, dir=dir, **kwargs)
+            if cause == "read-only":
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(dir))
+            handle, name = real(*args, dir=dir, **kwargs)
+            os.close(handle)
+            return os.open("/dev/full", os.O_WRONLY), name  # every write fails as on a full disk
+
+        if cause == "read-only":
+            folder.chmod(0o555)
+            made.append(folder)
+            if os.geteuid() == 0:
+                monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+            return os.strerror(errno.EACCES)
+        monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+        return os.strerror(errno.ENOSPC)
+
+    yield make
+    for folder in made:
+        folder.chmod(0o755)
 
 
 def synthetic_matrix(n_models: int, n_items: int, seed: int = 0) -> np.ndarray:

@@ -2,20 +2,23 @@
 
 import gzip
 import json
+import os
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from conftest import synthetic_matrix
-from tailoredbench import ResponseMatrix, TailoredBench, cache, load_matrix, simulate
+from tailoredbench import ResponseMatrix, TailoredBench, atomic, cache, load_matrix, run_cache, simulate
 from tailoredbench.cli import main
 from tailoredbench.datasets.lm_eval import read_samples
 from tailoredbench.errors import CacheWarning, DataError, TailoredBenchError
 from tailoredbench.methods import PAPER_METHODS, gp_irt
+from tailoredbench.oracle import Oracle
 
 
 def one_line_error(capsys, args, message, code=2):
@@ -476,7 +479,7 @@ def test_every_method_is_exact_when_every_item_is_asked():
 def test_a_damaged_gp_irt_cache_entry_is_named_removed_and_rebuilt():
     source = synthetic_matrix(30, 50, seed=11)
     first = gp_irt.prepare(source, [10])
-    path = gp_irt._cache_path(source, [10])
+    path, _ = gp_irt._cache_entry(source, [10])
     assert path.is_file()
     path.write_bytes(path.read_bytes()[:100])  # truncated
     with pytest.warns(CacheWarning, match=str(path.name)):
@@ -492,6 +495,79 @@ def test_a_damaged_gp_irt_cache_entry_is_named_removed_and_rebuilt():
         healed = gp_irt.prepare(source, [10])
     assert np.array_equal(healed["model"].a, first["model"].a)
     assert cache.load_cached(path) is not None
+
+
+def _gp_irt_estimates(source, target, budget=10):
+    """gp-IRT's estimates of the targets' accuracies, its fit on ``source`` read from the cache or made."""
+    method = gp_irt.GpIrt()
+    prepared = method.prepare(source, [budget])
+    return method.run(prepared, source, [{budget: Oracle(target, budget)}], [(0, 0)])[0][""][budget]
+
+
+@pytest.mark.parametrize("other_items", [50, 60], ids=["fitted on another matrix", "of another shape"])
+def test_a_gp_irt_entry_swapped_for_another_matrix_s_is_named_removed_and_refitted(tmp_path, monkeypatch, other_items):
+    monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path))
+    matrix = synthetic_matrix(40, 50, seed=11)  # SYNTHETIC
+    source, target = matrix[:30], matrix[30:]
+    fresh = _gp_irt_estimates(source, target)
+    (entry,) = tmp_path.glob("irt/*.npz")
+    gp_irt.prepare(synthetic_matrix(30, other_items, seed=12), [10])  # SYNTHETIC
+    (other,) = set(tmp_path.glob("irt/*.npz")) - {entry}
+    other.replace(entry)  # a sound entry, of a fit on another matrix
+    with pytest.warns(CacheWarning, match=f"{entry.name}: cache entry computed on other data"):
+        again = _gp_irt_estimates(source, target)
+    np.testing.assert_array_equal(again, fresh)
+    np.testing.assert_array_equal(_gp_irt_estimates(source, target), fresh)  # the refit was stored: no warning
+
+
+def test_a_folder_in_place_of_a_gp_irt_entry_is_named_and_removed(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path))
+    matrix = synthetic_matrix(40, 50, seed=11)  # SYNTHETIC
+    fresh = _gp_irt_estimates(matrix[:30], matrix[30:])
+    (entry,) = tmp_path.glob("irt/*.npz")
+    entry.unlink()
+    entry.mkdir()
+    (entry / "stray").write_bytes(b"")
+    with pytest.warns(CacheWarning, match=f"{entry.name}: not a file"):
+        again = _gp_irt_estimates(matrix[:30], matrix[30:])
+    np.testing.assert_array_equal(again, fresh)
+    assert entry.is_file()
+
+
+@pytest.mark.parametrize("cause", ["read-only", "full"])
+def test_an_unwritable_gp_irt_cache_is_named_once_and_the_simulation_runs_without_it(
+    tmp_path, monkeypatch, unwritable, cause
+):
+    matrix = synthetic_matrix(40, 50, seed=11)  # SYNTHETIC
+    settings = {"budgets": [10], "runs": 2, "interval": None}
+    monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path / "sound"))
+    fresh = simulate((matrix[:30], matrix[30:]), ["gp_irt"], **settings).results
+    folder = tmp_path / "unwritable"
+    error = unwritable(folder, cause)
+    monkeypatch.setenv("TAILOREDBENCH_CACHE", str(folder))
+    with warnings.catch_warnings(record=True) as caught:  # each simulation's fit fails to be stored: one warning
+        warnings.simplefilter("always")
+        again = [simulate((matrix[:30], matrix[30:]), ["gp_irt"], **settings).results for _ in range(2)]
+    assert [w.category for w in caught] == [CacheWarning], [str(w.message) for w in caught]
+    assert str(caught[0].message).startswith(f"{folder}: ") and error in str(caught[0].message)
+    for results in again:
+        pd.testing.assert_frame_equal(fresh, results, check_exact=True)
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002], ids=["022", "077", "002"])
+def test_written_files_follow_the_umask(tmp_path, mask):
+    previous = os.umask(mask)
+    try:
+        written = [
+            atomic.write_text(tmp_path / "report.md", "x"),
+            cache.store_cached(tmp_path / "irt" / "entry.npz", values=np.zeros(2)),
+        ]
+        run_cache.store(tmp_path / "runs", "probes", [1], items=np.zeros(2))
+        written += list((tmp_path / "runs").rglob("*.npz"))
+    finally:
+        os.umask(previous)
+    assert len(written) == 3
+    assert {oct(path.stat().st_mode & 0o777) for path in written} == {oct(0o666 & ~mask)}
 
 
 # --- pipes ----------------------------------------------------------------------------------

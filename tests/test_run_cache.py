@@ -1,10 +1,13 @@
 """The run cache: a run read from it gives the numbers of a run computed afresh, to the digit."""
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tailoredbench as tb
 from conftest import synthetic_matrix
@@ -67,8 +70,11 @@ def test_a_cached_probe_whose_cluster_digest_fails_is_clustered_from_all_distanc
     monkeypatch.setenv(ENV, str(tmp_path))
     _simulate(bench)
     for path in tmp_path.rglob("*.npz"):  # every probe's stored digest off by one bit, each entry sound
-        arrays = load_cached(path)
-        store_cached(path, **{k: v ^ np.uint64(1) if k.startswith("labels_") else v for k, v in arrays.items()})
+        with np.load(path) as entry:
+            key = str(entry["_key"])
+        arrays = load_cached(path, key=key)
+        flipped = {k: v ^ np.uint64(1) if k.startswith("labels_") else v for k, v in arrays.items()}
+        store_cached(path, key=key, **flipped)
     fallbacks = []
 
     def from_all_distances(points, medoids):
@@ -136,8 +142,115 @@ def test_a_damaged_entry_is_named_removed_and_computed_again(bench, tmp_path, mo
     assert damaged.is_file()  # written anew
 
 
+def _signature(path):
+    """The names and shapes of an entry's arrays: which run and budget of a simulation it can stand for."""
+    with np.load(path) as entry:
+        return tuple(sorted((name, entry[name].shape) for name in entry.files))
+
+
+@pytest.mark.parametrize("n_items", [150, 160], ids=["same shape", "more items"])
+@pytest.mark.parametrize("method", ["tailoredbench", "gp_irt"])
+def test_an_entry_computed_on_another_matrix_is_named_removed_and_computed_again(
+    bench, tmp_path, monkeypatch, method, n_items
+):
+    settings = {"methods": [method], "interval": None, "runs": 1}
+    fresh = _simulate(bench, **settings)
+    # SYNTHETIC: another matrix, whose entries have the shapes of ours (more items: indices past our last)
+    matrix = synthetic_matrix(42, n_items, seed=4)
+    other = tb.Benchmark("other", tb.ResponseMatrix(matrix[:30]), tb.ResponseMatrix(matrix[30:]))
+    for name, data in (("ours", bench), ("theirs", other)):
+        monkeypatch.setenv(ENV, str(tmp_path / name))
+        _simulate(data, **settings)
+    theirs = {_signature(path): path for path in (tmp_path / "theirs").rglob("*.npz")}
+    ours = list((tmp_path / "ours").rglob("*.npz"))
+    assert len(ours) == len(theirs) == 2  # a probe (or anchors) per budget
+    for path in ours:  # each entry swapped for the other matrix's of the same run and budget
+        theirs[_signature(path)].replace(path)
+    monkeypatch.setenv(ENV, str(tmp_path / "ours"))
+    with pytest.warns(CacheWarning, match="cache entry computed on other data"):
+        again = _simulate(bench, **settings)
+    pd.testing.assert_frame_equal(fresh, again, check_exact=True)
+
+
+def test_a_folder_in_place_of_an_entry_is_named_and_removed(bench, tmp_path, monkeypatch):
+    settings = {"methods": ["tailoredbench"], "interval": None, "runs": 1}
+    fresh = _simulate(bench, **settings)
+    monkeypatch.setenv(ENV, str(tmp_path))
+    _simulate(bench, **settings)
+    entry, *_ = (tmp_path / p for p in _entries(tmp_path))
+    entry.unlink()
+    entry.mkdir()
+    (entry / "stray").write_bytes(b"")
+    with pytest.warns(CacheWarning, match=f"{entry.name}: not a file"):
+        again = _simulate(bench, **settings)
+    pd.testing.assert_frame_equal(fresh, again, check_exact=True)
+    assert entry.is_file()
+
+
+@pytest.mark.parametrize("cause", ["read-only", "full"])
+def test_an_unwritable_cache_folder_is_named_once_and_the_simulation_runs_without_it(
+    bench, tmp_path, monkeypatch, unwritable, cause
+):
+    fresh = _simulate(bench)
+    folder = tmp_path / "runs"
+    error = unwritable(folder, cause)
+    monkeypatch.setenv(ENV, str(folder))
+    with warnings.catch_warnings(record=True) as caught:  # dozens of entries fail to be stored: one warning
+        warnings.simplefilter("always")
+        again = _simulate(bench)
+    assert [w.category for w in caught] == [CacheWarning], [str(w.message) for w in caught]
+    assert str(caught[0].message).startswith(f"{folder}: ") and error in str(caught[0].message)
+    pd.testing.assert_frame_equal(fresh, again, check_exact=True)
+
+
+def _reads_as(data: bytes, sound: bytes) -> bool:
+    """Whether ``data`` still holds the arrays of the entry ``sound`` (a byte of zip metadata may change)."""
+    import io
+
+    try:
+        with np.load(io.BytesIO(data)) as found, np.load(io.BytesIO(sound)) as expected:
+            return found.files == expected.files and all(np.array_equal(found[n], expected[n]) for n in found.files)
+    except Exception:
+        return False
+
+
+def test_whatever_bytes_replace_an_entry_the_numbers_are_those_of_no_cache(bench, tmp_path, monkeypatch):
+    options = {"methods": ["tailoredbench"], "interval": None, "runs": 1, "budgets": [15]}
+    fresh = _simulate(bench, **options)
+    others = []  # the same run's entry on other matrices of the same shape: sound, but not this one's
+    for seed in (4, 5):
+        matrix = synthetic_matrix(42, 150, seed=seed)  # SYNTHETIC
+        monkeypatch.setenv(ENV, str(tmp_path / f"other{seed}"))
+        _simulate(tb.Benchmark("other", tb.ResponseMatrix(matrix[:30]), tb.ResponseMatrix(matrix[30:])), **options)
+        (other,) = (tmp_path / f"other{seed}").rglob("*.npz")
+        others.append(other.read_bytes())
+    monkeypatch.setenv(ENV, str(tmp_path / "ours"))
+    _simulate(bench, **options)
+    (entry,) = (tmp_path / "ours").rglob("*.npz")
+    sound = entry.read_bytes()
+    size = len(sound)
+    truncated = st.integers(0, size - 1).map(lambda n: sound[:n])
+    one_byte_changed = st.tuples(st.integers(0, size - 1), st.integers(1, 255)).map(
+        lambda at: sound[: at[0]] + bytes([sound[at[0]] ^ at[1]]) + sound[at[0] + 1 :]
+    )
+
+    @settings(max_examples=25, deadline=None, derandomize=True, database=None)
+    @given(st.one_of(st.sampled_from(others), st.binary(max_size=size), truncated, one_byte_changed))
+    def overwritten(data):
+        entry.write_bytes(data)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            again = _simulate(bench, **options)
+        pd.testing.assert_frame_equal(fresh, again, check_exact=True)
+        assert all(w.category is CacheWarning and entry.name in str(w.message) for w in caught)
+        assert len(caught) == (0 if _reads_as(data, sound) else 1)  # named whenever its arrays changed
+        assert _reads_as(entry.read_bytes(), sound)  # and written again
+
+    overwritten()
+
+
 def test_keys_tell_values_apart_but_not_numpy_from_python_integers(tmp_path):
-    path = run_cache._path
+    path = run_cache._entry
     assert path(tmp_path, "probes", [np.int64(5), [1, 2]]) == path(tmp_path, "probes", [5, [1, 2]])
     assert path(tmp_path, "probes", [5]) != path(tmp_path, "probes", [5.0])
     assert path(tmp_path, "probes", [None]) != path(tmp_path, "probes", [0])

@@ -21,15 +21,17 @@ evaluating LLMs with fewer examples*, ICML 2024.
 
 The fit depends only on the source models, the settings and the rounding, so it is cached
 on disk (keyed by the data's hash, the settings and :func:`tailoredbench.environment.versions`,
-as rounding can move the non-convex fit) and shared by every run. Every step runs on one
-thread, so that a seed gives the same numbers whatever the core count. With the run cache on
-(:mod:`tailoredbench.run_cache`), each run's anchors are kept there too.
+as rounding can move the non-convex fit) and shared by every run; the entry carries that key,
+and is fitted again when it holds another or arrays of other shapes than the data's. Every
+step runs on one thread, so that a seed gives the same numbers whatever the core count. With
+the run cache on (:mod:`tailoredbench.run_cache`), each run's anchors are kept there too.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +50,7 @@ ABILITY_PRIORS = (0.0, 0.01, 0.1, 1.0)
 #: KMeans starts per anchor choice (the best by inertia is kept).
 KMEANS_STARTS = 10
 VALIDATION_SHARE = 0.2
-CACHE_VERSION = 3  # 3: every entry carries a sha256 of its contents
+CACHE_VERSION = 4  # 4: every entry carries the key of what it was fitted on
 
 
 def anchors(model: IRTModel, budget: int, random_state) -> tuple[np.ndarray, np.ndarray]:
@@ -85,28 +87,50 @@ def estimates(
     return {"anchor": anchor_estimate, "p_irt": p_irt, "gp_irt": lam * anchor_estimate + (1 - lam) * p_irt}
 
 
-def _cache_path(source: np.ndarray, budgets) -> Path:
+def _cache_entry(source: np.ndarray, budgets) -> tuple[Path, str]:
+    """Where the fit on ``source`` at ``budgets`` is cached, and its key: a sha256 of everything the fit depends on."""
     settings = {
         "dims": DIMENSIONS,
         "prior": PRIOR,
         "ability_priors": ABILITY_PRIORS,
         "starts": KMEANS_STARTS,
         "val": VALIDATION_SHARE,
+        "split": rng.GP_IRT_FIT,
         "budgets": sorted(budgets),
         "v": CACHE_VERSION,
         # the fit is non-convex: another numeric library or processor's rounding can move it
         "environment": versions(),
     }
-    digest = hashlib.sha256(np.ascontiguousarray(source, dtype=np.uint8).tobytes())
-    digest.update(repr(source.shape).encode())
+    source = np.ascontiguousarray(source)
+    digest = hashlib.sha256(f"{source.dtype.str}:{source.shape}".encode())
+    digest.update(source.tobytes())
     digest.update(json.dumps(settings, sort_keys=True).encode())
-    return cache_dir() / "irt" / f"{digest.hexdigest()[:24]}.npz"
+    key = digest.hexdigest()
+    return cache_dir() / "irt" / f"{key[:24]}.npz", key
+
+
+def _fits(shape: tuple[int, int], budgets) -> Callable[[dict], None]:
+    """A check that an entry holds a fit on ``shape`` sources x items, validated at ``budgets`` (raises ValueError)."""
+    n_sources, n_items = shape
+
+    def check(arrays: dict) -> None:
+        meta = json.loads(str(arrays["meta"]))
+        dim = int(meta["dim"])
+        found = {name: array.shape for name, array in arrays.items()}
+        expected = {"a": (n_items, dim), "b": (n_items,), "theta": (n_sources, dim), "meta": ()}
+        if found != expected:
+            raise ValueError(f"arrays of shapes {found}, where a fit on {n_sources} x {n_items} has {expected}")
+        if sorted(int(b) for b in meta["bias"]) != sorted(budgets):
+            raise ValueError(f"validated at budgets {sorted(meta['bias'])}, not {sorted(budgets)}")
+        float(meta["ability_prior"])
+
+    return check
 
 
 def _validate(train: np.ndarray, val: np.ndarray, dim: int, budgets) -> dict:
     """``{(dim, prior): {budget: p-IRT's MAE on the held-out sources val}}`` of a fit on ``train``."""
     truth = val.mean(axis=1)
-    errors = {}
+    errors: dict[tuple[int, float], dict[int, float]] = {}
     with threadpool_limits(limits=1):  # on a worker too: the same numbers on any machine
         model = fit_irt(train, dim)
         chosen = {budget: anchors(model, budget, 0) for budget in budgets}
@@ -135,18 +159,18 @@ def _select(source: np.ndarray, budgets) -> tuple[int, float, dict[int, float], 
 def prepare(source: np.ndarray, budgets) -> dict:
     """Fit (or load from the cache) the IRT model, its dimension and the lambda inputs."""
     budgets = sorted(int(b) for b in budgets)
-    path = _cache_path(source, budgets)
-    cached = load_cached(path)
+    path, key = _cache_entry(source, budgets)
+    cached = load_cached(path, key=key, check=_fits(source.shape, budgets))
     if cached is None:
         dim, precision, bias, all_errors = _select(source, budgets)
         model = fit_irt(source, dim)
-        meta = {
+        meta: dict = {
             "dim": dim,
             "ability_prior": precision,
             "bias": {str(k): v for k, v in bias.items()},
             "validation_mae": all_errors,
         }
-        store_cached(path, a=model.a, b=model.b, theta=model.theta, meta=json.dumps(meta))
+        store_cached(path, key=key, folder=cache_dir(), a=model.a, b=model.b, theta=model.theta, meta=json.dumps(meta))
     else:
         model, meta = IRTModel(cached["a"], cached["b"], cached["theta"]), json.loads(str(cached["meta"]))
     accuracy = source.mean(axis=1)
