@@ -239,17 +239,19 @@ def plan_g_set(
     bench = load_benchmark(benchmark)
     tb = TailoredBench(g_size, distance, random_state=(seed, 0)).fit(bench.source)
     g_items = tuple(int(i) for i in tb.g_set_)
-    setting: tuple[typing.Any, ...] = (
-        benchmark,
-        task,
-        metric or DEFAULT_METRIC.get(task, "acc"),
-        seed,
-        len(g_items),
-        distance,
-        bench.n_items,
+    state = PlanState(
+        benchmark=benchmark,
+        task=task,
+        metric=metric or DEFAULT_METRIC.get(task) or "acc",
+        seed=seed,
+        g_size=len(g_items),
+        distance=distance,
+        item_count=bench.n_items,
+        data_sha256=_data_hashes(bench),
+        source_models=tuple(bench.source.models),
+        g_set=g_items,
+        g_set_doc_ids=tuple(bench.source.items[i] for i in g_items),
     )
-    models, doc_ids = tuple(bench.source.models), tuple(bench.source.items[i] for i in g_items)
-    state = PlanState(*setting, _data_hashes(bench), models, g_items, doc_ids)
     out.mkdir(parents=True, exist_ok=True)
     for stale in (out / N_SET, *out.glob(ROUND.format("*"))):  # from an older plan in a forced folder
         stale.unlink(missing_ok=True)
