@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from . import atomic
-from .batch import AT_ONCE, NotebookFailed, reproduce
+from .batch import NotebookFailed, reproduce
 from .datasets import load_benchmark, load_matrix, split_models
 from .datasets.benchmarks import BENCHMARKS, Benchmark
 from .datasets.files import pin_data_dir
@@ -148,15 +148,6 @@ def _build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--runs", type=_positive_int, help="runs for every chosen notebook that declares them")
     rep.add_argument("--quick", action="store_true", help="small parameters: every notebook in a few minutes")
     rep.add_argument("--force", action="store_true", help="replace existing reports made with other parameters")
-    rep.add_argument(
-        "--at-once",
-        type=_positive_int,
-        default=AT_ONCE,
-        help=(
-            "notebooks with grids run side by side, and one light notebook beside them "
-            f"(default: one per two cores, here {AT_ONCE})"
-        ),
-    )
     rep.add_argument(
         "--no-run-cache",
         dest="run_cache",
@@ -388,7 +379,6 @@ def _reproduce(args) -> int:
             quick=args.quick,
             force=args.force,
             run_cache=None if args.run_cache else False,
-            at_once=args.at_once,
             only_declared=not args.notebooks,  # --runs with every notebook: where declared
             log=lambda m: print(m, file=sys.stderr, flush=True),
         )

@@ -578,28 +578,3 @@ def test_a_closed_pipe_ends_quietly():
     command += ["--budget", "20", "25", "30", "35", "40", "--no-interval"]
     done = subprocess.run(f"{' '.join(command)} | head -c 1", shell=True, capture_output=True, text=True, timeout=300)
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
-
-
-def test_the_time_left_follows_the_last_run_until_this_one_has_run_long_enough(tmp_path):
-    import nbformat
-
-    from tailoredbench import batch
-
-    def notebook(durations):
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [nbformat.v4.new_code_cell("pass") for _ in durations]
-        for cell, seconds in zip(nb.cells, durations, strict=True):
-            cell.metadata["papermill"] = {"duration": seconds}
-        return nb
-
-    previous = tmp_path / "old.ipynb"
-    nbformat.write(notebook([0.0, 0.1, 60.0, 30.0]), previous)  # parameters cell, then the three cells
-    lines = []
-    progress = batch._Progress("x", notebook([0.1, 60.0, 30.0]), previous, lines.append)
-    progress.start -= 2.0  # the kernel took 2 s to start: no reason to think this run 20x slower
-    progress_cell = nbformat.v4.new_code_cell("pass")
-    progress(cell=progress_cell, cell_index=1)
-    assert lines[-1].endswith("about 1m30s left")
-    progress.start -= 120.0  # 122 s for 60.1 recorded: this run goes at about half the pace
-    progress(cell=progress_cell, cell_index=2)
-    assert lines[-1].endswith("about 1m01s left")
