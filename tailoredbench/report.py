@@ -85,6 +85,20 @@ def write_tables(summary: pd.DataFrame, directory: str | Path, name: str = "summ
 CHECKOUT = Path(__file__).resolve().parents[1]
 
 
+def folder(path: str | Path) -> Path:
+    """A notebook's folder argument as a path: a relative one counts from ``notebooks/``, wherever the kernel runs.
+
+    So ``papermill`` started from any folder writes inside the project, as JupyterLab does.
+
+    Examples
+    --------
+    >>> folder("../scratch/gsm8k") == CHECKOUT / "scratch" / "gsm8k"
+    True
+    """
+    path = Path(path)
+    return path if path.is_absolute() else (CHECKOUT / "notebooks" / path).resolve()
+
+
 def git_commit(path: str | Path | None = None) -> str | None:
     """The checkout's commit, with ``-dirty`` when the package or notebooks have uncommitted changes."""
     cwd = Path(path or CHECKOUT)
