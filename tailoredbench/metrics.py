@@ -113,3 +113,14 @@ def summarize(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
         )
         summary = summary.merge(extra, on=keys, how="left")
     return summary
+
+
+def within_noise(a: float, a_se: float, b: float, b_se: float, k: float = 2.0) -> bool:
+    """Whether two means differ by no more than ``k`` standard errors of their difference: a tie, not a verdict.
+
+    Examples
+    --------
+    >>> within_noise(0.0609, 0.0010, 0.0609, 0.0012), within_noise(0.040, 0.001, 0.050, 0.001)
+    (True, False)
+    """
+    return abs(a - b) <= k * float(np.hypot(a_se, b_se))
