@@ -57,12 +57,9 @@ def one_point(models: int, items: int, sample: int) -> dict:
     (None), never as a time. The G-set (the items embedded by all sources, and the K-Medoids
     that picks it) is timed on its own.
     """
-    from tailoredbench import rng
-    from tailoredbench.datasets.benchmarks import Benchmark
+    from tailoredbench import TailoredBench, simulate
+    from tailoredbench.datasets import Benchmark
     from tailoredbench.datasets.synthetic import synthetic_2pl
-    from tailoredbench.methods import MethodSpec
-    from tailoredbench.simulate import simulate
-    from tailoredbench.tailored import g_set
 
     full = synthetic_2pl(models, items)
     all_targets = full.target.n_models
@@ -89,13 +86,9 @@ def one_point(models: int, items: int, sample: int) -> dict:
         sim = simulate(first_targets(n_exact), budgets=[30], runs=1, method_options=options)
     per_target = (seconds[n_targets] - seconds[2]) / (n_targets - 2)
     measured = per_target > 0
-    # run 0's G-set as the simulation chose it, with the method's default options
-    spec, source = MethodSpec.parse("tailoredbench"), full.source.values
-    defaults = spec.options
+    # run 0's G-set as the simulation chose it: the estimator's fit embeds the items and picks it
     start = time.perf_counter()
-    prepared = spec.method.prepare(source, [30], **defaults)
-    g_set(source, defaults["g_size"], distance=defaults["distance"], random_state=rng.stream((0, 0), rng.G_SET),
-          points=prepared["points"])  # fmt: skip
+    TailoredBench(random_state=(0, 0)).fit(full.source.values)
     g_set_seconds = time.perf_counter() - start
     return {
         "seconds_per_target": (seconds[2] + (all_targets - 2) * per_target) / all_targets if measured else None,
@@ -246,9 +239,8 @@ def _seconds(point: dict, width: int) -> str:
 def sample_accuracy(runs: int) -> list[dict]:
     from tailoredbench import load_benchmark, simulate
     from tailoredbench.datasets.synthetic import synthetic_2pl
-    from tailoredbench.kmedoids import DRAWS
 
-    print(f"\nThe large-matrix option's accuracy cost (budget 30, CLARA: {DRAWS} samples of {SAMPLE} items)")
+    print(f"\nThe large-matrix option's accuracy cost (budget 30, CLARA on samples of {SAMPLE} items)")
     rows = []
     cases = [("gsm8k", runs), ("arc_challenge", runs), ("synthetic 200 x 6000", 2)]
     for name, n_runs in cases:

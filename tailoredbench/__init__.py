@@ -14,6 +14,7 @@ from .datasets import (
     ResponseMatrix,
     load_benchmark,
     load_matrix,
+    paper,  # the paper's numbers, which the study notebooks quote
     split_models,
 )
 from .errors import DataError, TailoredBenchError
@@ -41,6 +42,7 @@ __all__ = [
     "load_matrix",
     "n_set",
     "native_sources",
+    "paper",
     "reproduce",
     "simulate",
     "split_models",

@@ -15,8 +15,8 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from . import rng
+from .datasets.families import model_family
 from .distances import standardize
-from .families import model_family
 from .tailored import g_set_distances
 
 

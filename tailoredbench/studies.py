@@ -23,10 +23,10 @@ import pandas as pd
 from . import rng
 from .conformal import NORMALISATIONS
 from .datasets.benchmarks import PAPER_BENCHMARKS, SPECS, Benchmark, benchmark_spec
+from .datasets.families import model_family
 from .datasets.matrix import ResponseMatrix, split_models
 from .distances import standardize
 from .errors import TailoredBenchError
-from .families import model_family
 from .kmedoids import binary_points, k_medoids_binary
 from .methods import MethodSpec
 from .methods.tailored_plus import VARIANTS

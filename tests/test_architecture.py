@@ -9,8 +9,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tailoredbench"
 
 #: Each module's layer, lowest first; a module may import from its own layer or any below.
 LAYERS = {
-    "foundation": ["errors", "_version", "paper", "rng", "atomic", "environment", "cache"],
-    "data": ["datasets", "families"],
+    "foundation": ["errors", "_version", "rng", "atomic", "environment", "cache"],
+    "data": ["datasets"],
     "core": [
         "distances",
         "kmedoids",
@@ -18,7 +18,6 @@ LAYERS = {
         "conformal",
         "stacking",
         "stopping",
-        "irt",
         "oracle",
         "metrics",
         "run_cache",

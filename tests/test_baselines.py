@@ -8,9 +8,9 @@ import pytest
 from scipy.special import expit
 
 from conftest import synthetic_matrix
-from tailoredbench import irt, rng
+from tailoredbench import rng
 from tailoredbench.cli import main
-from tailoredbench.methods import METHODS, anchor_points, gp_irt, random, random_regression
+from tailoredbench.methods import METHODS, anchor_points, gp_irt, irt, random, random_regression
 from tailoredbench.oracle import Oracle
 
 

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from conftest import check_clean, image_cells, synthetic_matrix
-from tailoredbench import paper, studies, tailored
+from tailoredbench import studies, tailored
 from tailoredbench.batch import STUDY_NOTEBOOKS, reproduce
+from tailoredbench.datasets import paper
 from tailoredbench.datasets.benchmarks import Benchmark
 from tailoredbench.datasets.matrix import ResponseMatrix
 from tailoredbench.errors import TailoredBenchError

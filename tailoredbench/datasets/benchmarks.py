@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import paper
 from ..errors import DataError, TailoredBenchError, check_integer
+from . import paper
 from .files import fetch, lookup
 from .matrix import ResponseMatrix, distinct_rows, split_models, validate_binary
 from .pope import load_pope_matrix

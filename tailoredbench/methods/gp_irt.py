@@ -41,8 +41,8 @@ from threadpoolctl import threadpool_limits
 from .. import rng, run_cache
 from ..cache import cache_dir, load_cached, store_cached
 from ..environment import versions
-from ..irt import PRIOR, IRTModel, fit_abilities, fit_irt
 from .base import Method, each_run
+from .irt import PRIOR, IRTModel, fit_abilities, fit_irt
 
 DIMENSIONS = (2, 5, 10)
 #: Prior precisions of a new model's ability tried on held-out sources; 0 is maximum likelihood (tinyBenchmarks).

@@ -17,7 +17,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
-from . import rng
+from .. import rng
 
 #: Gaussian prior precisions of abilities, discriminations and difficulties in the fit on the sources.
 PRIOR = {"theta": 1.0, "a": 1.0, "b": 0.1}
