@@ -22,12 +22,11 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from .conformal import LEVEL
 from .errors import TailoredBenchError
 from .methods import parse_methods
 from .metrics import summarize
 from .simulate import Simulation, simulate
-from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets, stopping_round
+from .stopping import LEVEL, MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets, stopping_round
 
 #: The share of targets a fixed budget must bring to the precision, to be compared with.
 FIXED_SHARE = 0.9
