@@ -401,3 +401,154 @@ def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return fig
+
+
+# The walkthrough's figures
+
+#: The two estimates the walkthrough compares, one colour each (seaborn's colour-blind palette).
+WALKTHROUGH_COLOURS = {"calibrated estimate": "#0173b2", "plain mean of the probe": "#de8f05"}
+#: Colours of the clusters a cluster map shows (seaborn's colour-blind palette without its grey).
+CLUSTER_COLOURS = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#56b4e9", "#ece133")
+
+
+def plot_pipeline(path=None):
+    """The four steps as boxes: what each reads from the sources and from the target, and what it passes on."""
+    plt, _ = plotting()
+    from matplotlib.patches import FancyBboxPatch
+
+    fig, ax = plt.subplots(figsize=(10, 4.4))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 4.4)
+    ax.axis("off")
+
+    def box(x, y, w, h, text, colour):
+        ax.add_patch(
+            FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.05", fc=colour, ec="dimgrey", lw=1, mutation_scale=1)
+        )
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=9, wrap=True)
+
+    def arrow(start, end, text=""):
+        ax.annotate("", xy=end, xytext=start, arrowprops={"arrowstyle": "-|>", "color": "dimgrey", "lw": 1.2})
+        if text:  # beside the arrow, on its right
+            ax.text(start[0] + 0.08, (start[1] + end[1]) / 2, text, ha="left", va="center", fontsize=8, color="dimgrey")
+
+    box(0.2, 3.5, 9.6, 0.7, "source models: full 0/1 results, known (sources x items)", "#e8eef7")
+    steps = (
+        "1  G-set\nK-Medoids on the items,\nembedded by every\nsource's results",
+        "2  native sources\nthe sources nearest\nthe target on the G-set\n(mean-distance threshold)",
+        "3  N-set\nK-Medoids on the items,\nembedded by the native\nsources, G-set held fixed",
+        "4  calibrated estimate\neach medoid's result\nrescales the native\nsources' item means",
+    )
+    width, gap, y, h = 2.1, 0.4, 1.7, 1.3
+    xs = [0.2 + k * (width + gap) for k in range(4)]
+    for x, text in zip(xs, steps, strict=True):
+        box(x, y, width, h, text, "#f4f4f4")
+        arrow((x + width / 2, 3.45), (x + width / 2, y + h + 0.08))
+    for k in range(3):
+        arrow((xs[k] + width + 0.05, y + h / 2), (xs[k + 1] - 0.05, y + h / 2))
+    box(0.2, 0.2, 9.6, 0.7, "target model: answers only the probe's items (G-set, then N-set)", "#fbeee0")
+    arrow((xs[0] + 0.6, y - 0.05), (xs[0] + 0.6, 0.95), "asks the G-set")
+    arrow((xs[1] + width / 2, 0.95), (xs[1] + width / 2, y - 0.05), "G-set answers")
+    arrow((xs[2] + 0.6, y - 0.05), (xs[2] + 0.6, 0.95), "asks the N-set")
+    arrow((xs[3] + width / 2, 0.95), (xs[3] + width / 2, y - 0.05), "all its answers")
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 6, path=None, title: str = ""):
+    """Items in the space their clusters were formed in: the principal components of the items embedded
+    by ``embedded_by``'s rows (z-scored), one marker per answer pattern (area: its items), the ``groups``
+    largest clusters in colour and the rest in grey; stars the G-set, diamonds the rest of the N-set."""
+    fig, ax = _axes(width=6.4, height=4.6)
+    xy = item_map(np.asarray(embedded_by, dtype=float))
+    labels = np.asarray(labels)
+    sizes = np.bincount(labels, minlength=int(labels.max()) + 1)
+    shown = np.argsort(-sizes, kind="stable")[: min(groups, len(CLUSTER_COLOURS))]
+    # items with one answer pattern share a point: draw each point once, its area the items on it
+    points, first, count = np.unique(np.round(xy, 9), axis=0, return_index=True, return_counts=True)
+    area = 10 * np.sqrt(count)
+    grey = ~np.isin(labels[first], shown)
+    ax.scatter(
+        points[grey, 0], points[grey, 1], s=area[grey], c="lightgrey", alpha=0.7, label="items of other clusters"
+    )
+    for colour, cluster in zip(CLUSTER_COLOURS, shown, strict=False):
+        mine = labels[first] == cluster
+        ax.scatter(
+            points[mine, 0], points[mine, 1], s=area[mine], color=colour, alpha=0.75, label=f"{sizes[cluster]} items"
+        )
+    ax.scatter(*xy[np.asarray(g_items, dtype=int)].T, marker="*", s=110, c="black", label="G-set item (medoid)")
+    if len(n_items):
+        ax.scatter(
+            *xy[np.asarray(n_items, dtype=int)].T, marker="D", s=28, c="white", edgecolors="black", label="N-set item"
+        )
+    ax.set_xlabel("item PC 1")
+    ax.set_ylabel("item PC 2")
+    legend = ax.legend(
+        loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", title="cluster", title_fontsize="small"
+    )
+    for handle in legend.legend_handles[: len(shown) + 1]:  # the clusters' markers at one size, not their first point's
+        handle.set_sizes([30])
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None, strongest_source: float | None = None):
+    """Left: each target's error (estimate - truth) against its accuracy, for the calibrated estimate and the
+    probe's plain mean; a cross marks a target that kept a single native source (if ``table`` has ``n_native``).
+    Right: each one's mean absolute error over the targets, ± one standard error."""
+    plt, _ = plotting()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.0), gridspec_kw={"width_ratios": [2.2, 1]})
+    columns = {"estimate": "calibrated estimate", "probe_mean": "plain mean of the probe"}
+    left.axhline(0.0, color="grey", lw=1)
+    for column, label in columns.items():
+        left.scatter(
+            table["truth"],
+            table[column] - table["truth"],
+            s=18,
+            color=WALKTHROUGH_COLOURS[label],
+            alpha=0.8,
+            label=label,
+        )
+    if "n_native" in table:
+        alone = table[table["n_native"] == 1]
+        if len(alone):
+            left.scatter(
+                alone["truth"],
+                alone["estimate"] - alone["truth"],
+                marker="x",
+                s=50,
+                c="black",
+                label="one native source",
+            )
+    if strongest_source is not None:
+        left.axvline(strongest_source, color="black", ls="--", lw=1, label="strongest source model")
+    if worked is not None:
+        row = table[table["target"] == worked].iloc[0]
+        left.scatter([row["truth"]], [row["estimate"] - row["truth"]], s=120, facecolors="none", edgecolors="black")
+        left.annotate(
+            "worked target",
+            (row["truth"], row["estimate"] - row["truth"]),
+            xytext=(12, -38),
+            textcoords="offset points",
+            fontsize=8,
+            arrowprops={"arrowstyle": "-", "color": "black", "lw": 0.8},
+        )
+    left.set_xlabel("target's true accuracy")
+    left.set_ylabel("error: estimate - truth")
+    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2, fontsize="small", frameon=False)
+    errors = {label: (table[column] - table["truth"]).abs() for column, label in columns.items()}
+    means = [float(e.mean()) for e in errors.values()]
+    ses = [float(e.std(ddof=1) / np.sqrt(len(e))) for e in errors.values()]
+    right.bar(range(2), means, yerr=ses, capsize=4, color=[WALKTHROUGH_COLOURS[label] for label in errors])
+    right.set_xticks(range(2), ["calibrated\nestimate", "plain mean\nof the probe"])
+    right.set_ylabel("MAE over the targets (± se)")
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=110)
+    return fig

@@ -24,7 +24,7 @@ LAYERS = {
     ],
     "methods": ["methods"],
     "estimator": ["intervals", "estimator"],
-    "reporting": ["figures", "report"],
+    "reporting": ["figures", "report", "walkthrough"],
     "experiments": ["simulate", "sequential", "studies", "workflow"],
     "faces": ["batch", "cli", "__main__", "__init__"],
 }

@@ -3,12 +3,15 @@
 import ast
 import json
 import os
+import re
 
 import nbformat
+import numpy as np
+import pandas as pd
 import pytest
 
 from conftest import ROOT, check_clean, image_cells
-from tailoredbench import SPECS
+from tailoredbench import SPECS, walkthrough
 from tailoredbench.batch import BENCHMARK_NOTEBOOKS, ORDER, QUICK, NotebookFailed, declared_parameters, reproduce
 from tailoredbench.cli import main
 from tailoredbench.environment import reproducible_numerics
@@ -138,26 +141,37 @@ def test_benchmark_and_main_table_notebooks_run_and_a_failed_rerun_changes_nothi
 
 
 @pytest.mark.notebook
-def test_method_walkthrough_runs_the_four_steps_and_shows_a_figure_per_step(tmp_path):
-    reproduce(["method_walkthrough"], output_dir=tmp_path, log=lambda _: None)
+def test_method_walkthrough_teaches_by_hand_then_measures_every_target(tmp_path):
+    reproduce(["method_walkthrough"], parameters={"repeats": 2}, output_dir=tmp_path, log=lambda _: None)
     out = tmp_path / "method_walkthrough"
     nb = check_clean(out / "method_walkthrough.ipynb", tmp_path)
-    steps = {
-        "g_set": "tb.g_set(",
-        "native": "tb.native_sources(",
-        "n_set": "tb.n_set(",
-        "estimate": "calibrated_estimate(",
-    }
+    lines = [line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines()]
+    sections = [line for line in lines if line.startswith("## ")]
+    assert sections == ["## Takeaway", "## Results", "## Method details", "## Provenance"]
+    takeaway = next(i for i, c in enumerate(nb.cells) if c.source == "## Takeaway") + 1
+    said = "".join(o["data"]["text/markdown"] for o in nb.cells[takeaway].outputs if "text/markdown" in o["data"])
+    sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])", said.strip())
+    assert 1 <= len(sentences) <= 3 and all(len(s) <= 300 for s in sentences), sentences
+    text = json.dumps(nb)
+    assert "SYNTHETIC" in text and text.count("$$") >= 12  # the tiny matrix is labelled; six display equations
+    # each GSM8K step shows its figure
     shown = set(image_cells(nb))
-    for step, call in steps.items():
+    for call in ("tb.g_set(source", "tb.native_sources(source", "tb.n_set(source", "calibrated_estimate(native_mean"):
         cell = next(c for c in nb.cells if c.cell_type == "code" and call in c.source)
-        assert cell.id in shown, step
+        assert cell.id in shown, call
     metrics = json.loads((out / "metrics.json").read_text())
-    rows = {r["what"]: r["accuracy"] for r in metrics["summary"]}
-    truth = rows["true accuracy (every item)"]
-    assert abs(rows["TailoredBench's calibrated estimate"] - truth) < 0.1
+    truths = SPECS["gsm8k"].load().target.values.mean(axis=1)
+    worked = metrics["worked_target"]
+    assert worked == walkthrough.median_target(truths) and abs(truths[worked] - np.median(truths)) < 0.01
     assert metrics["items_asked"] == 30 == len(metrics["g_set"]) + len(metrics["n_set"])
-    for figure in ("g_set", "native_sources", "probe", "calibration"):
+    table = pd.read_csv(out / "tables" / "all_targets.csv")
+    assert list(table.columns) == ["target", "truth", "estimate", "probe_mean"]
+    assert table["target"].tolist() == list(range(len(truths)))
+    # the worked example is its row of the table; the calibrated estimate beats the plain mean of the same items
+    assert table.loc[worked, "estimate"] == pytest.approx(metrics["worked"]["estimate"], abs=1e-5)
+    error = {column: (table[column] - table["truth"]).abs().mean() for column in ("estimate", "probe_mean")}
+    assert error["estimate"] < 0.06 < error["probe_mean"]
+    for figure in ("pipeline", "g_set", "native_sources", "probe", "calibration", "every_target"):
         assert (out / "figures" / f"{figure}.png").is_file()
 
 
