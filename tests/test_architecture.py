@@ -27,7 +27,7 @@ LAYERS = {
     "estimator": ["intervals", "estimator"],
     "reporting": ["figures", "report"],
     "experiments": ["simulate", "sequential", "studies", "workflow"],
-    "faces": ["batch", "cli", "__main__", "__init__"],
+    "faces": ["batch", "site", "cli", "__main__", "__init__"],
 }
 RANK = {top: rank for rank, tops in enumerate(LAYERS.values()) for top in tops}
 
