@@ -2,7 +2,8 @@
 #   make reproduce   executes every notebook with papermill into reports/
 #   make test        lint, format check, type check and the whole test suite
 # `make check` is the quick tier for development (tests marked slow skipped);
-# `make lab` opens the notebooks in JupyterLab (kernel "python3" of .venv).
+# `make lab` opens the project in JupyterLab (kernel "python3" of .venv); `make site` writes
+# site/, a static HTML site of the executed reports (open site/index.html).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
@@ -14,7 +15,7 @@ TEST_STAMP := $(VENV)/.installed-test
 UV_VERSION := 0.13.9
 INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode
 
-.PHONY: test check reproduce quick lab bench lint clean
+.PHONY: test check reproduce quick lab site bench lint clean
 
 # constraints.txt: the exact versions the committed reports were made with (and a changed
 # Makefile installs again: a venv made before uv was the installer gets it)
@@ -51,11 +52,20 @@ $(VENV)/.lab: $(STAMP)
 
 # the kernels round as `make reproduce`'s do (tailoredbench/environment.py says why)
 PINS := from tailoredbench.environment import reproducible_numerics as r; print(*(f"{k}={v}" for k, v in r().items()))
+# from the project's root, so that notebooks/ and reports/ are both in reach; Jupyter refuses root
+# (the user in many containers) unless told
 lab: $(VENV)/.lab
-	env $$($(BIN)/python -c '$(PINS)') $(BIN)/jupyter lab notebooks/
+	env $$($(BIN)/python -c '$(PINS)') $(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root)
+
+$(VENV)/.site: $(STAMP)
+	$(INSTALL) -c constraints.txt -e ".[site]"
+	touch $@
+
+site: $(VENV)/.site
+	$(BIN)/python -m tailoredbench.site
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache site

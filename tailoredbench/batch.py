@@ -220,7 +220,7 @@ def _run(name: str, values: dict, root: Path, notebooks_dir: Path, env: dict, lo
     # papermill's record of paths: relative to the project, and to the report's folder for the staging one
     text = output.read_text().replace(f'"{source}"', f'"{_relative(source, ROOT)}"')
     text = text.replace(f'"{output}"', f'"{_relative(final / output.name, ROOT)}"')
-    output.write_text(text.replace(stage_rel, _relative(final, notebooks_dir)))
+    output.write_text(normalised(text.replace(stage_rel, _relative(final, notebooks_dir))))
     old = root / f".{name}.old"
     shutil.rmtree(old, ignore_errors=True)
     if final.exists():
@@ -230,6 +230,26 @@ def _run(name: str, values: dict, root: Path, notebooks_dir: Path, env: dict, lo
     shutil.rmtree(failed, ignore_errors=True)
     log(f"{name}: done in {_clock(time.perf_counter() - start)} -> {_shown(final)}")
     return ""
+
+
+def normalised(text: str) -> str:
+    """An executed notebook as JupyterLab saves it, so that it opens unmodified: normalised and valid, in nbformat's
+    layout, with the kernelspec of the kernel that ran it (JupyterLab rewrites one that differs, such as the display
+    name "Python 3" that papermill copies from the source notebook where ipykernel says "Python 3 (ipykernel)")."""
+    import nbformat
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    _, nb = nbformat.validator.normalize(nbformat.reads(text, as_version=nbformat.NO_CONVERT))
+    nb = nbformat.from_dict(nb)
+    if name := nb.metadata.get("kernelspec", {}).get("name"):
+        try:
+            spec = KernelSpecManager().get_kernel_spec(name)
+        except NoSuchKernel:  # a kernel that ran and is gone: nothing to match
+            pass
+        else:
+            nb.metadata.kernelspec = {"display_name": spec.display_name, "language": spec.language, "name": name}
+    nbformat.validate(nb)
+    return nbformat.writes(nb, version=nbformat.NO_CONVERT).rstrip("\n") + "\n"  # as nbformat.write ends a file
 
 
 def _child() -> None:

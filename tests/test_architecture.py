@@ -26,7 +26,7 @@ LAYERS = {
     "estimator": ["intervals", "estimator"],
     "reporting": ["figures", "report", "walkthrough"],
     "experiments": ["simulate", "sequential", "studies", "workflow"],
-    "faces": ["batch", "cli", "__main__", "__init__"],
+    "faces": ["batch", "site", "cli", "__main__", "__init__"],
 }
 RANK = {top: rank for rank, tops in enumerate(LAYERS.values()) for top in tops}
 
