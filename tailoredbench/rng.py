@@ -1,9 +1,7 @@
 """Every random stream of the package, named in one place.
 
-Each random choice draws from its own stream, ``numpy.random.default_rng([*key, *tail])``
-with ``key = (seed, run)``: results then depend neither on the order in which work is
-done nor on the number of workers. The integers below are part of every published
-number; changing one changes them all.
+Each random choice draws from its own stream, ``default_rng([*key, *tail])`` with ``key = (seed, run)``,
+whatever the order of the work or the number of workers. Changing an integer below changes every number.
 """
 
 from __future__ import annotations
@@ -50,11 +48,8 @@ def stream(key: Sequence[int], *tail: int) -> np.random.Generator:
 
 
 def as_key(random_state) -> tuple[int, ...]:
-    """The integer key behind a ``random_state``: an int, a sequence of ints, a Generator or ``None``.
-
-    An int ``s`` is the key ``(s, 0)``, run 0 of a simulation seeded by ``s``; a sequence
-    is taken as it is; a Generator gives one draw (so it advances, as in scikit-learn);
-    ``None`` draws fresh entropy.
+    """The integer key behind a ``random_state``: an int ``s`` is ``(s, 0)``, run 0 of a simulation seeded by
+    ``s``; a sequence of ints is taken as it is; a Generator gives one draw; ``None``, fresh entropy.
 
     Examples
     --------

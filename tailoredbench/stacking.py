@@ -1,21 +1,11 @@
-"""TailoredBench+'s arithmetic: single estimates of a target from its probe, and their combination.
+"""TailoredBench+'s arithmetic (beyond the paper): single estimates of a target from its probe, combined.
 
-Beyond the paper. The probe is TailoredBench's; only the last step changes. The
-calibrated estimate uses the target's result on each medoid for that medoid's cluster
-alone. Three more estimates err in other ways:
-
-* a ridge regression, fitted on the source models, from their results on the target's
-  probe items to their full-benchmark accuracy (Zhang et al., *How Benchmark Prediction
-  from Fewer Data Misses the Mark*, 2025, on tailored rather than random items), each
-  source weighted by its agreement with the target on those items;
-* the accuracy of the sources that agree most with the target on the probe
-  (a kernel-weighted nearest-neighbour mean, Nadaraya-Watson);
-* the target's own probe results weighted by cluster size (the uncalibrated estimate):
-  nearly unbiased but noisy, where the others borrow strength from the sources.
-
-``"stacked"`` is their convex combination (stacked generalisation: Wolpert, *Neural
-Networks* 1992; Breiman, *Machine Learning* 1996), with weights fitted on source models
-only (:func:`tailoredbench.methods.tailored_plus.stack_weights`).
+Besides the calibrated estimate: a ridge regression from the sources' results on the probe items to
+their accuracy, each source weighted by its agreement with the target (Zhang et al., *How Benchmark
+Prediction from Fewer Data Misses the Mark*, 2025, on tailored items); the accuracy of the sources that
+agree most with the target (Nadaraya-Watson); and the uncalibrated estimate. ``"stacked"`` is their
+convex combination (stacked generalisation: Wolpert 1992; Breiman 1996), its weights fitted on source
+models only (:func:`tailoredbench.methods.tailored_plus.stack_weights`).
 """
 
 from __future__ import annotations
@@ -38,21 +28,16 @@ VARIANTS = (*ESTIMATES, *MIXES, "stacked")
 DEFAULT_VARIANT = "stacked"
 #: Ridge penalty on the probe items' coefficients (an intercept is not penalised).
 ALPHA = 3.0
-#: Regression weights ``exp(-disagreements / (budget * BANDWIDTH))``: a source that
-#: disagrees with the target on a fifth of the probe weighs 1/e as much as one that
-#: agrees on all of it.
+#: Regression weights ``exp(-disagreements / (budget * BANDWIDTH))``: 1/e for a fifth of the probe.
 BANDWIDTH = 0.2
-#: Neighbour weights ``exp(-2 * extra disagreements)``: close to the mean accuracy of
-#: the sources that agree best with the target.
+#: Neighbour weights ``exp(-2 * extra disagreements)``.
 NEIGHBOUR_BANDWIDTH = 0.5
 #: Grid step of the stacking weights on the simplex.
 STACK_STEP = 0.05
 
 
 def agreement_weights(disagreements: np.ndarray, bandwidth: float) -> np.ndarray:
-    """Each source's weight from ``d``, its disagreements with the target on the probe items.
-
-    ``exp(-(d - min d) / bandwidth)``.
+    """Each source's weight ``exp(-(d - min d) / bandwidth)`` from ``d``, its disagreements with the target.
 
     Examples
     --------
@@ -89,16 +74,8 @@ def components(
 ) -> dict[str, float]:
     """Single estimates of one target from its probe results (see the module notes).
 
-    Parameters
-    ----------
-    source : ndarray of shape (n_sources, n_items)
-    accuracy : ndarray of shape (n_sources,)
-        ``source.mean(axis=1)``.
-    native_mean, probe, results
-        As for :func:`~tailoredbench.tailored.calibrated_estimate`.
-    names : sequence of str, default :data:`ESTIMATES`
-        The estimates to compute (:func:`needed` gives those of some variants); the
-        others are skipped, which changes none of these.
+    ``accuracy`` is ``source.mean(axis=1)``; ``native_mean``, ``probe`` and ``results`` are as for
+    :func:`~tailoredbench.tailored.calibrated_estimate`; ``names`` the estimates to compute (:func:`needed`).
 
     Examples
     --------

@@ -1,13 +1,7 @@
 """The benchmarks of the paper, built from pinned upstream files, and each one's settings.
 
-:data:`SPECS` holds one :class:`BenchmarkSpec` per benchmark: how it is loaded and split,
-its default budgets, G-set size and model subsample, its description, the paper's
-values and its lm-eval task and metric. It is the only place a benchmark's settings
-are written; the notebooks, studies, CLI and lm-eval workflow read them from here.
-
-``load_benchmark(name)`` returns a :class:`Benchmark`: source models (full results
-known), target models (to be estimated), both over the same items, and a
-provenance record that notebooks print and write into ``metrics.json``.
+:data:`SPECS` is the only place a benchmark's settings are written (:class:`BenchmarkSpec`);
+:func:`load_benchmark` returns its source and target models and their provenance.
 """
 
 from __future__ import annotations
@@ -19,10 +13,10 @@ import numpy as np
 
 from .. import paper
 from ..errors import DataError, TailoredBenchError, check_integer
-from .files import fetch, lookup
+from .files import fetch
 from .matrix import ResponseMatrix, distinct_rows, split_models, validate_binary
 from .pope import load_pope_matrix
-from .readers import read_csv_block, read_joblib, read_npy, read_zip_csv
+from .readers import file_records, read_csv_block, read_joblib, read_npy, read_zip_csv
 
 
 @dataclass(frozen=True)
@@ -49,22 +43,6 @@ class Benchmark:
         }
 
 
-def _files(*pairs: tuple[str, str]) -> list[dict]:
-    out = []
-    for repo, path in pairs:
-        entry = lookup(repo, path)
-        out.append(
-            {
-                "repo": entry.repo,
-                "commit": entry.commit,
-                "path": entry.path,
-                "sha256": entry.sha256,
-                "licence": entry.licence,
-            }
-        )
-    return out
-
-
 _GSM8K = "marvelcell/TailoredBench"
 _GSM8K_DIR = "BenchmarkDatasets/gsm8k"
 _ARC = "socialfoundations/benchmark-prediction"
@@ -86,7 +64,7 @@ def _gsm8k() -> tuple[ResponseMatrix, ResponseMatrix, dict]:
         "description": "GSM8K test (1319 items), the paper's own 75 source + 75 target models, "
         "split as given (accuracy-stratified, alternating); models are unnamed.",
         "split": "as given",
-        "files": _files(*[(_GSM8K, f"{_GSM8K_DIR}/{r}_model_alldata_acc_0.npy") for r in ("source", "target")]),
+        "files": file_records(*[(_GSM8K, f"{_GSM8K_DIR}/{r}_model_alldata_acc_0.npy") for r in ("source", "target")]),
     }
     return parts["source"], parts["target"], info
 
@@ -108,7 +86,7 @@ def _full_matrix_arc() -> tuple[ResponseMatrix, dict]:
         "Open LLM Leaderboard v2 models from benchmark-prediction; exact duplicate rows dropped.",
         "n_models_upstream": len(names),
         "duplicates_dropped": dropped,
-        "files": _files((_ARC, scores_path), (_ARC, names_path)),
+        "files": file_records((_ARC, scores_path), (_ARC, names_path)),
     }
     return matrix, info
 
@@ -127,7 +105,7 @@ def _atlas(member: str, label: str) -> Callable[[], tuple[ResponseMatrix, dict]]
             "description": f"{label}: the tinyBenchmarks anchor items only (not the full benchmark), "
             "thousands of Open LLM Leaderboard v1 models, from ATLAS.",
             "n_models_upstream": matrix.n_models,
-            "files": _files((_ATLAS, _ATLAS_ZIP)),
+            "files": file_records((_ATLAS, _ATLAS_ZIP)),
             "member": member,
         }
         return matrix, info
@@ -146,7 +124,7 @@ def _hellaswag_full12() -> tuple[ResponseMatrix, dict]:
         "description": "HellaSwag validation, full length (10042 items), 12 anonymous OpenCompass "
         "models from PSN-IRT (columns 11323:21365 of data/combine.csv); too few models for "
         "source/target statistics, useful for long-item behaviour and speed.",
-        "files": _files((_PSN, path), (_PSN, "results/dataset_analysis.csv")),
+        "files": file_records((_PSN, path), (_PSN, "results/dataset_analysis.csv")),
     }
     return matrix, info
 
@@ -161,44 +139,21 @@ _SMALL_NOTE = (
 
 @dataclass(frozen=True)
 class BenchmarkSpec:
-    """Everything that differs between benchmarks, written once.
-
-    Attributes
-    ----------
-    name, title : str
-    build : callable
-        Returns ``(matrix, info)``: all models, split by ``split``; or, for a
-        benchmark that comes split (``split="as given"``), ``((source, target), info)``.
-    split : {"as given", "interleave"}
-        ``"interleave"``: sorted by accuracy, alternately target and source.
-    budgets : tuple of int
-        The budgets its notebook and studies run (G-set included).
-    g_size : int
-    max_models : int or None
-        The seeded model subsample its notebook and studies load (``None``: all).
-    about : str
-        Where the data come from and how they differ from the paper's (the notebook's opening).
-    paper_mae_at_30 : (float, float) or None
-        The paper's main-table MAE at 30 items (best baseline, TailoredBench); ``None``
-        for a benchmark outside the paper's tables.
-    lm_eval_task, lm_eval_metric : str or None
-        The lm-evaluation-harness task and per-sample metric of its items.
-    named_models : bool
-        Its models have names (the family study needs them).
-    """
+    """Everything that differs between benchmarks, written once."""
 
     name: str
     title: str
+    # returns (matrix, info), all models to split by `split`; with split "as given", (source, target, info)
     build: Callable[[], tuple]
-    split: str
-    budgets: tuple[int, ...]
+    split: str  # "as given", or "interleave": sorted by accuracy, alternately target and source
+    budgets: tuple[int, ...]  # those its notebook and studies run (G-set included)
     g_size: int
-    max_models: int | None
-    about: str
-    paper_mae_at_30: tuple[float, float] | None = None
+    max_models: int | None  # the seeded model subsample its notebook and studies load (None: all)
+    about: str  # where the data come from and how they differ from the paper's (the notebook's opening)
+    paper_mae_at_30: tuple[float, float] | None = None  # the main table's (best baseline, TailoredBench)
     lm_eval_task: str | None = None
-    lm_eval_metric: str | None = None
-    named_models: bool = False
+    lm_eval_metric: str | None = None  # lm-eval's per-sample metric of its items
+    named_models: bool = False  # the family study needs names
 
     def load(self, seed: int = 0) -> Benchmark:
         """The benchmark as its notebook and the studies load it (its ``max_models``, subsampled with ``seed``)."""
@@ -259,9 +214,8 @@ SPECS: dict[str, BenchmarkSpec] = {
             "test items, split as given by the paper (accuracy-stratified, alternating). Models are unnamed.",
             max_models=None,
             lm_eval_task="gsm8k",
-            # lm-eval scores GSM8K twice: the number after "####" (strict-match, the form of
-            # the dataset's own answers) and the last number anywhere (flexible-extract); the
-            # paper's data do not say which scored them
+            # strict-match reads the number after "####", as the dataset's answers are written; the
+            # paper's data do not say whether it or flexible-extract (the last number) scored them
             lm_eval_metric="exact_match,strict-match",
         ),
         _spec(
@@ -318,25 +272,10 @@ def benchmark_spec(name: str) -> BenchmarkSpec:
 
 
 def load_benchmark(name: str, max_models: int | None = None, seed: int = 0) -> Benchmark:
-    """Load a benchmark's source and target models.
+    """Load a benchmark's source and target models: GSM8K split as the paper gives it, the others interleaved.
 
-    Parameters
-    ----------
-    name : str
-        One of ``gsm8k``, ``arc_challenge``, ``hellaswag``, ``winogrande``, ``pope``
-        and ``hellaswag_full12``.
-    max_models : int, optional
-        Seeded subsample of at most this many models before the split (for the
-        thousands-of-model matrices); ``None`` keeps all. Refused by ``gsm8k``,
-        which comes split as in the paper.
-    seed : int, default 0
-        Seed of the subsample.
-
-    Returns
-    -------
-    Benchmark
-        Source and target split: GSM8K as given by the paper, the others by the
-        same accuracy-stratified interleaving.
+    ``max_models``: a subsample of at most this many models, seeded by ``seed``, before the split
+    (``None`` keeps all; refused by ``gsm8k``, which comes split).
 
     Examples
     --------

@@ -137,8 +137,8 @@ _NOT_NUMBERS = {
 
 
 def numeric_values(values, source: str) -> np.ndarray:
-    """``values`` (an array, nested lists, or pandas data) as float64 if they are numbers (bool, int or
-    float); anything else, text '0'/'1' included, is a one-line :class:`DataError` naming ``source``."""
+    """``values`` (an array, nested lists or pandas data) as float64 if they are bool, int or float numbers,
+    else (text '0'/'1' included) a one-line :class:`DataError` naming ``source``."""
     if isinstance(values, pd.Series | pd.DataFrame):
         frame = values.to_frame() if isinstance(values, pd.Series) else values
         for column, dtype in frame.dtypes.items():
@@ -179,17 +179,8 @@ def validate_binary(values, source: str = "array") -> np.ndarray:
 
 
 def load_matrix(path: str | Path) -> ResponseMatrix:
-    """Read a user's own models x items 0/1 matrix.
-
-    Parameters
-    ----------
-    path : str or Path
-        ``.npy`` (a bare 2-D array) or ``.csv`` (a header row of item ids; the first
-        column holds model ids).
-
-    Returns
-    -------
-    ResponseMatrix
+    """Read a user's own models x items 0/1 matrix: ``.npy`` (a bare 2-D array) or ``.csv`` (a header
+    row of item ids; the first column holds model ids).
 
     Examples
     --------
@@ -231,7 +222,7 @@ def _read_csv(path: Path) -> ResponseMatrix:
     header, body = rows[0][1:], rows[1:]
     if not header:
         raise DataError(f"{path}: the header row names no items")
-    # Read as written: pandas would rename a repeated id ("q1.1") and hide the repeat.
+    # read as written: pandas would rename a repeated id ("q1.1") and hide the repeat
     repeated = sorted({item for item in header if header.count(item) > 1})
     if repeated:
         looks_like_data = all(cell.strip() in ("0", "1", "0.0", "1.0") for cell in header)
@@ -257,19 +248,8 @@ def split_models(
 ) -> tuple[ResponseMatrix, ResponseMatrix]:
     """Split models into source (full results known) and target (to be estimated).
 
-    Parameters
-    ----------
-    matrix : ResponseMatrix
-    how : {"interleave", "random"}
-        ``interleave`` is the paper's accuracy-stratified scheme: sort models by
-        accuracy (stable) and alternate target, source, target, ...; ``random`` is a
-        seeded random half.
-    seed : int
-        Used by ``random`` only.
-
-    Returns
-    -------
-    source, target : ResponseMatrix
+    ``how="interleave"`` is the paper's accuracy-stratified scheme: models sorted by accuracy
+    (stable), alternately target and source; ``"random"`` is a random half seeded by ``seed``.
 
     Examples
     --------
