@@ -28,14 +28,7 @@ NEAREST = 5
 
 
 def unlikeness(source: np.ndarray, items: np.ndarray, results: np.ndarray, nearest: int = NEAREST) -> float:
-    """The mean share of ``items`` on which ``results`` differ from each of the ``nearest`` closest sources.
-
-    Examples
-    --------
-    >>> source = np.array([[1, 1, 0, 0], [1, 0, 1, 0], [0, 0, 0, 0]])
-    >>> unlikeness(source, np.array([0, 1]), np.array([1.0, 1.0]), nearest=2)
-    0.25
-    """
+    """The mean share of ``items`` on which ``results`` differ from each of the ``nearest`` closest sources."""
     items = np.asarray(items, dtype=np.int64)
     if len(items) == 0:
         return 1.0
@@ -44,13 +37,7 @@ def unlikeness(source: np.ndarray, items: np.ndarray, results: np.ndarray, neare
 
 
 def sampling_error(estimate, n_items):
-    """The standard error ``sqrt(e (1 - e) / n)`` of an accuracy ``e`` read from ``n`` items.
-
-    Examples
-    --------
-    >>> sampling_error(0.5, 25)
-    0.1
-    """
+    """The standard error ``sqrt(e (1 - e) / n)`` of an accuracy ``e`` read from ``n`` items."""
     estimate = np.clip(np.asarray(estimate, dtype=float), 0.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.sqrt(estimate * (1 - estimate) / np.asarray(n_items, dtype=float))
@@ -58,15 +45,7 @@ def sampling_error(estimate, n_items):
 
 
 def difficulty(estimate, unlike, n_items):
-    """How hard a target is to estimate: ``(sampling error + 1 / n) + (unlike + 1 / n)``, 1 where ``n`` is 0.
-
-    Examples
-    --------
-    >>> round(difficulty(0.5, 0.1, 25), 6)
-    0.28
-    >>> difficulty(np.array([0.0, 1.0]), 0.0, 20).tolist()
-    [0.1, 0.1]
-    """
+    """How hard a target is to estimate: ``(sampling error + 1 / n) + (unlike + 1 / n)``, 1 where ``n`` is 0."""
     n_items = np.asarray(n_items, dtype=float)
     with np.errstate(divide="ignore"):
         value = sampling_error(estimate, n_items) + unlike + 2 / n_items
@@ -74,8 +53,7 @@ def difficulty(estimate, unlike, n_items):
     return float(value) if value.ndim == 0 else value
 
 
-#: The scales compared on source models (``reports/beyond/``), each of
-#: ``(estimate, unlikeness, n_items)``; :func:`difficulty` is the one in use.
+#: The scales of ``(estimate, unlikeness, n_items)`` compared on source models; :func:`difficulty` is in use.
 NORMALISATIONS = {
     "none": lambda estimate, unlike, n: np.ones_like(np.asarray(unlike, dtype=float)),
     "unlikeness": lambda estimate, unlike, n: unlike + 1 / n,
@@ -160,11 +138,7 @@ def in_fold_order(groups: list, results) -> list:
 
 
 def check_level(level) -> float:
-    """An interval's level as a float in (0, 1), or a one-line error (a string, a bool or NaN is none).
-
-    >>> check_level(0.9)
-    0.9
-    """
+    """An interval's level as a float in (0, 1), or a one-line error (a string, a bool or NaN is none)."""
     if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < float(level) < 1:
         raise TailoredBenchError(f"interval level must be a number between 0 and 1, got {level!r}")
     return float(level)
@@ -174,11 +148,6 @@ def conformal_halfwidth(errors: np.ndarray, level: float = LEVEL) -> float:
     """The split-conformal quantile of absolute errors (or scores): ``q`` with ``P(|error| <= q) >= level``.
 
     With too few errors for the level (``ceil((n + 1) * level) > n``), the largest.
-
-    Examples
-    --------
-    >>> conformal_halfwidth(np.arange(1, 20) / 100, level=0.9)
-    0.18
     """
     level = check_level(level)
     errors = np.sort(np.asarray(errors, dtype=float))

@@ -40,14 +40,7 @@ def standardize(X: np.ndarray) -> np.ndarray:
 
 
 def weighted_hamming(A: np.ndarray, weights: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
-    """``D[i, k] = sum_j weights[j] * (A[i, j] != B[k, j])`` for 0/1 rows, by matrix products.
-
-    Examples
-    --------
-    >>> A = np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]])
-    >>> weighted_hamming(A, np.array([1.0, 2.0, 4.0])).tolist()
-    [[0.0, 1.0], [1.0, 0.0]]
-    """
+    """``D[i, k] = sum_j weights[j] * (A[i, j] != B[k, j])`` for 0/1 rows, by matrix products."""
     same = B is None
     B = A if B is None else B
     Aw = A * weights
@@ -81,12 +74,6 @@ def binary_distances(X: np.ndarray, metric: str = "manhattan", rows: np.ndarray 
     """Distances between the rows of a 0/1 matrix (or between ``rows``) after z-scoring each column of ``X``.
 
     For ``cosine`` and ``correlation``, a row of zero norm (or variance) is at distance 1 from every other.
-
-    Examples
-    --------
-    >>> X = np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
-    >>> binary_distances(X)[0].tolist()
-    [0.0, 2.0, 2.0, 4.0]
     """
     X = np.asarray(X, dtype=np.float64)
     R = X if rows is None else np.asarray(rows, dtype=np.float64)

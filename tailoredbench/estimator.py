@@ -34,20 +34,12 @@ class TailoredBench:
         Size of the G-set (the first items every model answers).
     distance : {"manhattan", "euclidean", "cosine", "correlation"}
     random_state : int, sequence of int, Generator or None, default 0
-        Seeds the G-set and the N-set. An int ``s`` (or ``(s, r)``) replays run 0
-        (or ``r``) of a simulation with seed ``s``.
+        Seeds the G-set and the N-set: an int ``s`` (or ``(s, r)``) replays run 0 (or ``r``) of a simulation.
     estimator : {"calibrated", "plus"}, default "calibrated"
-        The paper's calibrated estimate, or TailoredBench+'s
-        (:mod:`tailoredbench.stacking`) from the same probe.
+        The paper's calibrated estimate, or TailoredBench+'s (:mod:`tailoredbench.stacking`).
 
-    Attributes
-    ----------
-    source_ : ndarray of shape (n_sources, n_items)
-    items_ : tuple
-        The item ids by which a pandas Series of results is read.
-    g_set_ : ndarray of int
-    key_ : tuple of int
-        The random key drawn from ``random_state`` at :meth:`fit`.
+    Fitting sets ``source_``, ``items_`` (the item ids a pandas Series of results is read by), ``g_set_``
+    and ``key_`` (the random key drawn from ``random_state``).
 
     Examples
     --------
@@ -128,21 +120,14 @@ class TailoredBench:
         target_index = check_integer(target_index, "target_index", 0)
         g_results = self._answers(g_results, self.g_set_, "G-set").reshape(1, -1)
         _, neighbours = native_sources(self.source_[:, self.g_set_], g_results, distance=self.distance)
+        native = neighbours[0]  # the model's native sources
         out: list[Probe] = []
         for budget in sorted(budgets):
             check_budget(budget, len(self.g_set_), self.source_.shape[1])
             gen = rng.stream(self.key_, rng.N_SET, target_index, budget)
             asked = out[-1].n_set if out else ()
             out.append(
-                n_set(
-                    self.source_,
-                    neighbours[0],
-                    self.g_set_,
-                    budget,
-                    distance=self.distance,
-                    random_state=gen,
-                    asked=asked,
-                )
+                n_set(self.source_, native, self.g_set_, budget, distance=self.distance, random_state=gen, asked=asked)
             )
         return out
 
@@ -179,17 +164,8 @@ class TailoredBench:
 
     def _weights(self, budgets: tuple, grow: bool = False) -> np.ndarray:
         """TailoredBench+'s stacking weights for these budgets, fitted on the sources."""
-        return self._source_fit(
-            ("stack", budgets, grow),
-            lambda: stack_weights(
-                self.source_,
-                list(budgets),
-                g_size=len(self.g_set_),
-                distance=self.distance,
-                seed=self.key_[0],
-                grow=grow,
-            ),
-        )
+        options: dict = {"g_size": len(self.g_set_), "distance": self.distance, "seed": self.key_[0], "grow": grow}
+        return self._source_fit(("stack", budgets, grow), lambda: stack_weights(self.source_, list(budgets), **options))
 
     def _answers(self, values, items, what: str) -> np.ndarray:
         """A model's 0/1 results on ``items`` (positions): an array in that order, or a Series or one-row

@@ -45,19 +45,10 @@ def pseudo_targets(
 ) -> dict[int, PseudoTargets]:
     """``{budget: PseudoTargets}``: errors and difficulties of ``method`` on source models playing targets.
 
-    Parameters
-    ----------
-    method : str or MethodSpec
-        A name from :data:`tailoredbench.methods.METHODS` (``base[variant]`` included).
-    seed : int
-        Seeds the fold splits and the method's random choices.
-    folds : int, optional
-        Folds over the source models; by default the method's ``interval_folds``, else one per source.
-    repeats : int, optional
-        Independent fold splits, each source a pseudo-target once in each; by default enough for
-        :data:`MIN_ERRORS` pseudo-targets.
-    **options
-        The method's options (``g_size``, ``distance``, ...).
+    ``method`` is a name from :data:`tailoredbench.methods.METHODS` (``base[variant]`` included), ``options``
+    its options; ``seed`` seeds the fold splits and the method. ``folds`` over the sources default to the
+    method's ``interval_folds``, else one per source; ``repeats`` (independent splits) to enough for
+    :data:`MIN_ERRORS` pseudo-targets.
 
     Examples
     --------

@@ -87,8 +87,8 @@ def fit_irt(Y: np.ndarray, dim: int, *, seed: int = rng.GP_IRT_FIT, max_iter: in
 
 @numba.njit(cache=True, nogil=True)
 def _logistic_terms(R, b, Y, softplus, observed):
-    # With Z = R - b: softplus(Z), Y * Z and, in place of R, the residuals sigmoid(Z) - Y, from one
-    # exponential each, with the C library's exp and log1p, so that AVX-512's numpy rounds alike.
+    # softplus(Z), Y * Z and, in place of R, sigmoid(Z) - Y for Z = R - b, by the C library's exp and log1p
+    # (AVX-512's numpy would round otherwise)
     for i in range(R.shape[0]):
         for j in range(R.shape[1]):
             z = R[i, j] - b[j]

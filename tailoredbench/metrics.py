@@ -37,11 +37,7 @@ def per_run_metrics(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
         x, y = true[start:end], estimate[start:end]
         tau = kendall_tau_b(x, y) if end - start <= PAIRWISE_LIMIT else _scipy_tau(x, y)
         rows.append(
-            {
-                **label,
-                "mae": float(np.mean(np.abs(y - x))),
-                "kendall_tau": 0.0 if np.isnan(tau) else float(tau),
-            }
+            {**label, "mae": float(np.mean(np.abs(y - x))), "kendall_tau": 0.0 if np.isnan(tau) else float(tau)}
         )
         start = end
     return pd.DataFrame(rows, columns=[*by, "mae", "kendall_tau"])

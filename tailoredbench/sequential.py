@@ -80,8 +80,7 @@ def stop(rounds: Simulation, precision: float) -> Sequential:
     precision = check_precision(precision)
     frames, rows, rules = [], [], {}
     for method, table in rounds.results.groupby("method", sort=False):
-        rule = StoppingRule.calibrate(rounds.calibration[method], precision, level)
-        rules[method] = rule
+        rules[method] = rule = StoppingRule.calibrate(rounds.calibration[method], precision, level)
         # runs x targets x rounds, in the results' own order of targets
         table = table.sort_values(["run", "budget"], kind="stable")
         n_runs, n_rounds = table["run"].nunique(), len(budgets)

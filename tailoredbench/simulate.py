@@ -86,17 +86,13 @@ def by_method(specs: Sequence[MethodSpec]) -> dict[str, list[MethodSpec]]:
 
 def _prepare(source, budgets, specs: Sequence[MethodSpec], seed: int) -> dict[str, dict]:
     """One preparation per method, told every variant its runs will ask for (e.g. to fit stacking weights)."""
-    return {
-        base: group[0].method.prepare(
-            source,
-            budgets,
-            seed=seed,
-            cache=run_cache.folder(),
-            variants=[s.variant for s in group],
-            **group[0].options,
+    prepared, cache = {}, run_cache.folder()
+    for base, group in by_method(specs).items():
+        variants = [s.variant for s in group]
+        prepared[base] = group[0].method.prepare(
+            source, budgets, seed=seed, cache=cache, variants=variants, **group[0].options
         )
-        for base, group in by_method(specs).items()
-    }
+    return prepared
 
 
 @contextmanager
@@ -192,17 +188,12 @@ def _some_runs(runs, specs, prepared, source, target, budgets, seed, with_diffic
         if with_difficulty:  # what each target's interval scales with (tailoredbench.intervals)
             for i, run_oracles in enumerate(oracles):
                 revealed = [revealed_unlikeness(source, run_oracles[b]) for b in budgets]
+                # a target asked every item has its exact accuracy: its interval is that point
+                exact = [run_oracles[b].spent() == run_oracles[b].n_items for b in budgets]
                 for spec in group:
+                    parts = zip(rows[i][spec.name], revealed, exact, strict=True)
                     hardness[i][spec.name] = np.vstack(
-                        [
-                            # a target asked every item has its exact accuracy: its interval is that point
-                            np.where(
-                                run_oracles[b].spent() == run_oracles[b].n_items,
-                                0.0,
-                                conformal.difficulty(rows[i][spec.name][j], *revealed[j]),
-                            )
-                            for j, b in enumerate(budgets)
-                        ]
+                        [np.where(e, 0.0, conformal.difficulty(r, *u)) for r, u, e in parts]
                     )
     return [(run, rows[i], seconds, hardness[i]) for i, run in enumerate(runs)]
 

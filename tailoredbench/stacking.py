@@ -48,15 +48,7 @@ def agreement_weights(disagreements: np.ndarray, bandwidth: float) -> np.ndarray
 
 
 def weighted_ridge(X: np.ndarray, y: np.ndarray, weights: np.ndarray, alpha: float = ALPHA) -> tuple[np.ndarray, float]:
-    """Ridge regression with sample weights (normalised to sum to the sample count).
-
-    Examples
-    --------
-    >>> X = np.array([[0.0], [1.0], [2.0]])
-    >>> coef, intercept = weighted_ridge(X, 3 * X[:, 0], np.ones(3), alpha=0.0)
-    >>> round(float(coef[0]), 6), round(intercept, 6)
-    (3.0, 0.0)
-    """
+    """Ridge regression with sample weights (normalised to sum to the sample count)."""
     w = weights * (len(y) / weights.sum())
     x_mean, y_mean = w @ X / len(y), w @ y / len(y)
     Xc = X - x_mean
@@ -136,14 +128,7 @@ def combine(parts: Mapping[str, float], variant: str, weights=None) -> float:
 
 
 def simplex_weights(estimates: np.ndarray, truth: np.ndarray, step: float = STACK_STEP) -> np.ndarray:
-    """The convex weights (a grid of ``step``) with the lowest mean absolute error; ties to the earlier grid point.
-
-    Examples
-    --------
-    >>> truth = np.array([0.2, 0.4, 0.6])
-    >>> simplex_weights(np.column_stack([truth, truth + 0.1]), truth).tolist()
-    [1.0, 0.0]
-    """
+    """The convex weights (a grid of ``step``) with the lowest mean absolute error; ties to the earlier grid point."""
     n = estimates.shape[1]
     steps = round(1 / step)
     grid = np.array([c for c in itertools.product(range(steps + 1), repeat=n) if sum(c) == steps]) / steps
@@ -155,15 +140,7 @@ RIDGE_ALPHA = 10.0  #: random+regression's penalty (Zhang et al., 2025)
 
 
 def ridge(X: np.ndarray, y: np.ndarray, alpha: float = RIDGE_ALPHA) -> tuple[np.ndarray, float]:
-    """Ridge regression with an unpenalised intercept: ``(coef, intercept)``.
-
-    Examples
-    --------
-    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
-    >>> coef, intercept = ridge(X, 2 * X[:, 0] + 1, alpha=0.0)
-    >>> np.round(coef, 6).tolist(), round(intercept, 6)
-    ([2.0], 1.0)
-    """
+    """Ridge regression with an unpenalised intercept: ``(coef, intercept)``."""
     x_mean, y_mean = X.mean(axis=0), y.mean()
     Xc = X - x_mean
     coef = np.linalg.solve(Xc.T @ Xc + alpha * np.eye(X.shape[1]), Xc.T @ (y - y_mean))

@@ -21,13 +21,7 @@ MAX_FACTOR = 100.0
 
 
 def round_budgets(g_size: int, step: int, max_budget: int) -> tuple[int, ...]:
-    """The probe's size after each round of the sequential mode: ``g_size + step``, ``+ 2 step``, ... ``max_budget``.
-
-    Examples
-    --------
-    >>> round_budgets(10, 5, 32)
-    (15, 20, 25, 30, 32)
-    """
+    """The probe's size after each round of the sequential mode: ``g_size + step``, ``+ 2 step``, ... ``max_budget``."""
     g_size, step = check_integer(g_size, "g_size", 1), check_integer(step, "round size", 1)
     max_budget = check_integer(max_budget, "max budget")
     if max_budget <= g_size:
@@ -45,13 +39,7 @@ def check_precision(precision) -> float:
 
 
 def stopping_round(halfwidths: np.ndarray, precision: float) -> np.ndarray:
-    """Per row of ``halfwidths`` (targets x rounds): the first round at most ``precision``, else the last.
-
-    Examples
-    --------
-    >>> stopping_round(np.array([[0.2, 0.1, 0.05], [0.3, 0.2, 0.2]]), 0.1).tolist()
-    [1, 2]
-    """
+    """Per row of ``halfwidths`` (targets x rounds): the first round at most ``precision``, else the last."""
     met = np.asarray(halfwidths) <= precision
     return np.where(met.any(axis=1), met.argmax(axis=1), met.shape[1] - 1)
 

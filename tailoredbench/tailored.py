@@ -1,16 +1,13 @@
 """TailoredBench (Yuan et al., ACL 2025): a tailored probe set for each target model.
 
-*Beyond One-Size-Fits-All: Tailored Benchmarks for Efficient Evaluation*,
-arXiv:2502.13576. Four steps, each a function here:
+*Beyond One-Size-Fits-All: Tailored Benchmarks for Efficient Evaluation*, arXiv:2502.13576, in four steps:
 
-1. :func:`g_set` -- K-Medoids on items embedded by z-scored source correctness picks a
-   small global probe set (the G-set).
-2. :func:`native_sources` -- every model answers the G-set; a target keeps the source
-   models closest to it, their number set by the mean pairwise distance.
-3. :func:`n_set` -- K-Medoids on items embedded by the target's native sources, with
-   the G-set held fixed, extends the probe to the full budget (the N-set).
-4. :func:`calibrated_estimate` -- per cluster, the target's result on the medoid
-   rescales the native sources' mean on every member item.
+1. :func:`g_set` -- K-Medoids on items embedded by the sources' correctness picks a global probe set (the G-set).
+2. :func:`native_sources` -- every model answers the G-set; a target keeps the sources closest to it.
+3. :func:`n_set` -- K-Medoids on items embedded by the target's native sources, the G-set held fixed,
+   extends the probe to the full budget (the N-set).
+4. :func:`calibrated_estimate` -- per cluster, the target's result on the medoid rescales the native
+   sources' mean on every member item.
 
 :class:`Probe` holds what one model is asked and how its answers are read.
 """
@@ -67,13 +64,6 @@ def native_sources(
     (at least 1) is the floor of the mean, over targets, of the number of sources within it (``<=``),
     and each target keeps its ``n_native`` nearest sources (``neighbours``, ties to the lower index).
     With a single target row (real use), the threshold comes from the sources and that target only.
-
-    Examples
-    --------
-    >>> g_source = np.array([[1, 1, 0], [0, 0, 1], [1, 0, 0], [0, 1, 1]], dtype=float)
-    >>> n_native, neighbours = native_sources(g_source, np.array([[1, 1, 0]], dtype=float))
-    >>> n_native, neighbours.tolist()
-    (2, [[0, 2]])
     """
     n_native, order = ranked_sources(g_source, g_target, distance=distance)
     return n_native, order[:, :n_native]

@@ -56,8 +56,7 @@ def _gsm8k() -> tuple[ResponseMatrix, ResponseMatrix, dict]:
     parts = {}
     for role in ("source", "target"):
         path = f"{_GSM8K_DIR}/{role}_model_alldata_acc_0.npy"
-        local = fetch(_GSM8K, path)
-        values = read_npy(local)
+        values = read_npy(fetch(_GSM8K, path))
         models = tuple(f"gsm8k_{role}_{i:02d}" for i in range(values.shape[0]))
         parts[role] = ResponseMatrix(values, models, source=f"{_GSM8K}/{path}")
     info = {
@@ -160,17 +159,11 @@ class BenchmarkSpec:
         return load_benchmark(self.name, max_models=self.max_models, seed=seed)
 
 
-def _spec(name: str, title: str, build, split: str, about: str, *, small: bool = False, **kwargs) -> BenchmarkSpec:
+def _spec(name: str, title: str, build, about: str, *, split="interleave", small=False, max_models=None, **kwargs):
+    budgets, g_size = (_SMALL_BUDGETS, 5) if small else (_PAPER_BUDGETS, 10)
+    about += _SMALL_NOTE if small else ""
     return BenchmarkSpec(
-        name,
-        title,
-        build,
-        split,
-        _SMALL_BUDGETS if small else _PAPER_BUDGETS,
-        5 if small else 10,
-        about=about + (_SMALL_NOTE if small else ""),
-        paper_mae_at_30=paper.MAE_AT_30.get(name),
-        **kwargs,
+        name, title, build, split, budgets, g_size, max_models, about, paper.MAE_AT_30.get(name), **kwargs
     )
 
 
@@ -182,11 +175,9 @@ SPECS: dict[str, BenchmarkSpec] = {
             "arc_challenge",
             "ARC-Challenge",
             _full_matrix_arc,
-            "interleave",
             "ARC-Challenge test, 1172 items (`acc_norm`, harness doc_id order), 218 named Open LLM Leaderboard "
             "(v2 harness) models from `socialfoundations/benchmark-prediction` (MIT); 9 exact duplicate rows dropped "
             "(first name kept), leaving 209 models: 104 source and 105 target by the accuracy-stratified interleave.",
-            max_models=None,
             lm_eval_task="arc_challenge",
             lm_eval_metric="acc_norm",
             named_models=True,
@@ -195,7 +186,6 @@ SPECS: dict[str, BenchmarkSpec] = {
             "hellaswag",
             "HellaSwag (tinyHellaswag items)",
             _atlas("response_matrix_tinyhellaswag.csv", "HellaSwag (tinyHellaswag, 97 items)"),
-            "interleave",
             "HellaSwag as ATLAS's tinyHellaswag matrix (`Peiyu-Georgia-Li/ATLAS`): 3467 Open LLM Leaderboard v1 "
             "models x the 97 tinyBenchmarks anchor items, not the full 10042; a seeded subsample of 300 models "
             "(`max_models`), split 150 source / 150 target by the accuracy-stratified interleave.",
@@ -209,10 +199,9 @@ SPECS: dict[str, BenchmarkSpec] = {
             "gsm8k",
             "GSM8K",
             _gsm8k,
-            "as given",
             "The paper's own GSM8K data (`marvelcell/TailoredBench`): 75 source and 75 target models x 1319 "
             "test items, split as given by the paper (accuracy-stratified, alternating). Models are unnamed.",
-            max_models=None,
+            split="as given",
             lm_eval_task="gsm8k",
             # strict-match reads the number after "####", as the dataset's answers are written; the
             # paper's data do not say whether it or flexible-extract (the last number) scored them
@@ -222,7 +211,6 @@ SPECS: dict[str, BenchmarkSpec] = {
             "winogrande",
             "Winogrande (tinyWinogrande items)",
             _atlas("response_matrix_tinywinogrande.csv", "Winogrande (tinyWinogrande, 100 items)"),
-            "interleave",
             "Winogrande as ATLAS's tinyWinogrande matrix (`Peiyu-Georgia-Li/ATLAS`): 4680 Open LLM Leaderboard "
             "v1 models x the 100 tinyBenchmarks anchor items, not the full 1267; a seeded subsample of 300 models "
             "(`max_models`), split 150 source / 150 target by the accuracy-stratified interleave.",
@@ -236,7 +224,6 @@ SPECS: dict[str, BenchmarkSpec] = {
             "pope",
             "POPE",
             load_pope_matrix,
-            "interleave",
             "POPE (MSCOCO; random, popular and adversarial splits) built by the package from raw answer files "
             "of 22 public LVLM runs (see the data registry and `tailoredbench/datasets/pope.py`): every run is "
             "parsed with POPE's own yes/no rule and checked against the published answered counts and accuracies; "
@@ -244,16 +231,13 @@ SPECS: dict[str, BenchmarkSpec] = {
             "all 8910 items of LLaVA's question set, split 5 source / 5 target. **That is far fewer models than the "
             "paper's POPE split**: Kendall's tau over 5 targets can only take a few values and is very noisy, and "
             "native-source selection has at most 5 sources to choose from; read MAE as the main figure here.",
-            max_models=None,
         ),
         _spec(
             "hellaswag_full12",
             "HellaSwag, full length, 12 models",
             _hellaswag_full12,
-            "interleave",
             "HellaSwag validation at full length (10042 items), 12 anonymous OpenCompass models from PSN-IRT; "
             "too few models for source/target statistics, useful for long-item behaviour and speed.",
-            max_models=None,
         ),
     )
 }

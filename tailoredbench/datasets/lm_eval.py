@@ -78,15 +78,12 @@ def _metric_value(record: dict, metric: str, where: str) -> float:
 
 def _doc_id(value, where: str) -> int:
     """lm-eval's doc_id: an integer (a string of digits is accepted, as JSON round trips make them)."""
-    if isinstance(value, bool):
-        raise DataError(f"{where}: doc_id {value!r} is not an integer")
-    if isinstance(value, int):
-        doc_id = value
-    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
+    doc_id = value
+    if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
         doc_id = int(value)
     elif isinstance(value, float) and value.is_integer():
         doc_id = int(value)
-    else:
+    if isinstance(doc_id, bool) or not isinstance(doc_id, int):
         raise DataError(f"{where}: doc_id {value!r} is not an integer")
     if doc_id < 0:
         raise DataError(f"{where}: doc_id {doc_id} is negative")

@@ -250,13 +250,6 @@ def split_models(
 
     ``how="interleave"`` is the paper's accuracy-stratified scheme: models sorted by accuracy
     (stable), alternately target and source; ``"random"`` is a random half seeded by ``seed``.
-
-    Examples
-    --------
-    >>> m = ResponseMatrix([[1, 1], [0, 0], [1, 0], [0, 1]])
-    >>> source, target = split_models(m)
-    >>> source.models, target.models
-    (('model_2', 'model_0'), ('model_1', 'model_3'))
     """
     n = matrix.n_models
     if n < 4:

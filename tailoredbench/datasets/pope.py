@@ -38,6 +38,7 @@ _SV = "seva/pope_result/llava_loraft_dpo_our_ocrlv8kfilter{}_r1024_a2048/pope_{}
 _SV_VARIANT = {"d800": "4k_diffu800_textvqa8kfilter6k_diffu800", "d500": "_diffu500_textvqa8kfilter_diffu500"}
 _CS = "ruichenZz/cs263-final-project", "experiments/output/"
 _VP = "VigneshPreetham/lvlm_hallucinate"
+_EASON = "EasonAI-5589/LLaVA-Eval"
 _RAM = "shares the base run's broken pipeline; its signal may come from the RAM tags alone"
 _SUFFIXES = ("Answer the question using a single word or phrase.", "Please just answer yes or no.")
 
@@ -146,15 +147,7 @@ RUNS: tuple[Run, ...] = (
     ),
     Run(15, "cs263 sampling", _LLAVA2, "I", _cs263("my/llava1", "popular_answers_no_cd"), 3000, 0.5853),
     Run(16, "cs263 + VCD", _LLAVA2, "I", _cs263("my/llava1", "popular_answers_with_cd"), 3000, 0.5923),
-    Run(
-        17,
-        "EasonAI free-form prompt",
-        _L7,
-        "E",
-        _one("EasonAI-5589/LLaVA-Eval", "pope/answers/llava-v1.5-7b.jsonl"),
-        5742,
-        0.8299,
-    ),
+    Run(17, "EasonAI free-form prompt", _L7, "E", _one(_EASON, "pope/answers/llava-v1.5-7b.jsonl"), 5742, 0.8299),
     Run(
         18,
         "SURf",
@@ -292,9 +285,8 @@ def _map_run(run: Run, items: Items, question_files: dict) -> np.ndarray:
             for record in records:
                 put(items.keys[_question_key(questions[record["question_id"]])], record, where)
         elif run.mapping == "E":
-            test = _records("EasonAI-5589/LLaVA-Eval", "pope/coco_test.jsonl")
-            by_split, segment, previous = {}, -1, None
-            order = []
+            test = _records(_EASON, "pope/coco_test.jsonl")
+            by_split, order, segment, previous = {}, [], -1, None
             for q in test:  # ids restart in each split of coco_test.jsonl
                 if q["question_id"] == 1:
                     order.append(q["category"])

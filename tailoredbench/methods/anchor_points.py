@@ -42,11 +42,7 @@ def _normalise(corr, safe, constant, first):
             elif constant[i] or constant[j]:
                 v = 1.0 if constant[i] and constant[j] and first[i] == first[j] else 0.0
             else:
-                v = corr[i, j] / (safe[i] * safe[j])
-                if v < -1.0:
-                    v = -1.0
-                elif v > 1.0:
-                    v = 1.0
+                v = min(1.0, max(-1.0, corr[i, j] / (safe[i] * safe[j])))
             corr[i, j] = v
 
 

@@ -117,15 +117,9 @@ class _Plan:
                 if budget in kept:
                     probe = read[t, budget]
                 else:
+                    gen = rng.stream(self.key, rng.N_SET, t, budget)
                     probe = n_set(
-                        source,
-                        rows,
-                        g_items,
-                        budget,
-                        random_state=rng.stream(self.key, rng.N_SET, t, budget),
-                        points=points,
-                        sample=self.sample,
-                        asked=asked,
+                        source, rows, g_items, budget, random_state=gen, points=points, sample=self.sample, asked=asked
                     )
                     self.chosen[budget][t] = probe.items
                     if self.root:  # a cached probe's labels are read back by their digest (kmedoids.known_labels)
