@@ -1,15 +1,11 @@
 """The arithmetic of an interval for every estimate, calibrated on source models only.
 
-Split-conformal over models (Vovk et al., *Algorithmic Learning in a Random World*, 2005; Lei et al.,
-"Distribution-free predictive inference for regression", JASA 2018): each source in turn plays the
-target while the others are the sources (leave-one-out, or ``folds`` folds for a method whose
-preparation is costly), and the method estimates it as it would a target (:mod:`tailoredbench.intervals`).
-Scores are normalised (Papadopoulos et al., 2008; Lei et al. 2018, section 5.2) by a target's
-:func:`difficulty`: the sampling error of an accuracy read from ``n`` items plus the target's
-:func:`unlikeness` to its :data:`NEAREST` closest sources, each at least one item's worth. Per budget,
-the conformal quantile ``q`` of ``|error| / difficulty`` gives the interval ``estimate +/- q * difficulty``,
-clipped to [0, 1]. The sum was the narrowest of the :data:`NORMALISATIONS` compared on left-out sources
-(``reports/beyond/``, section 3).
+Split-conformal over models (Vovk et al., *Algorithmic Learning in a Random World*, 2005; Lei et al., JASA
+2018), each source in turn playing the target (:mod:`tailoredbench.intervals`), with scores normalised
+(Papadopoulos et al., 2008) by a target's :func:`difficulty`: the sampling error of its estimate plus its
+:func:`unlikeness` to its nearest sources. Per budget, the conformal quantile ``q`` of ``|error| / difficulty``
+gives the interval ``estimate +/- q * difficulty``, clipped to [0, 1]; of the :data:`NORMALISATIONS`
+compared on left-out sources (``reports/beyond/``), this sum gave the narrowest intervals.
 """
 
 from __future__ import annotations

@@ -71,11 +71,8 @@ def pseudo_targets_of(
     folds: int | None = None,
     repeats: int | None = None,
 ) -> dict[str, dict[int, PseudoTargets]]:
-    """:func:`pseudo_targets` of several variants of one method, from one pass over the folds.
-
-    Variants share their probes, so every variant reads the same answers: the numbers of one variant
-    at a time, for the cost of one. The folds run on the caller's joblib workers, the same on any number.
-    """
+    """:func:`pseudo_targets` of several variants of one method, which share their probes, from one pass over
+    the folds, on the caller's joblib workers: the numbers of one variant at a time, for the cost of one."""
     if len({s.base for s in specs}) != 1:
         raise TailoredBenchError(
             f"pseudo-targets of one method's variants at a time, got {', '.join(s.name for s in specs)}"

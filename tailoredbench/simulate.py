@@ -36,8 +36,7 @@ class Simulation:
     benchmark: dict  # counts and provenance of the data
     settings: dict  # the arguments, for metrics.json
     seconds_per_run: dict = field(default_factory=dict)  # per method, wall-clock seconds of one run
-    # with intervals: per method and budget, the PseudoTargets (source models) that calibrated them
-    calibration: dict = field(default_factory=dict)
+    calibration: dict = field(default_factory=dict)  # with intervals: per method and budget, their PseudoTargets
 
 
 def _as_benchmark(benchmark) -> Benchmark:

@@ -39,13 +39,6 @@ def g_set(
     Items are embedded by the source models' results, each source's column z-scored across items;
     K-Medoids (FasterPAM) starts from medoids drawn with ``random_state``. ``points``: a precomputed
     ``binary_points(source.T, distance)``, computed once for all runs by a simulation.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> source = (rng.random((8, 30)) < 0.5).astype(float)
-    >>> g_set(source, 4, random_state=0).shape
-    (4,)
     """
     if points is None:
         points = binary_points(np.asarray(source, dtype=float).T, check_distance(distance))
@@ -149,15 +142,9 @@ def n_set(
     medoids are held fixed and the N-set's chosen, starting from ``random_state``. Every item joins its
     nearest medoid, the G-set first on ties.
 
-    Parameters
-    ----------
-    points : BinaryPoints, optional
-        Precomputed ``binary_points(source[native_sources].T, distance)``, shared across budgets.
-    sample : int, default 0
-        0: exact K-Medoids; more: CLARA on samples of this many items, for very large matrices.
-    asked : ndarray of int, optional
-        The N-set of a smaller probe of the target, held fixed after the G-set: the probe grows
-        (the sequential mode, beyond the paper).
+    ``points``: a precomputed ``binary_points(source[native_sources].T, distance)``, shared across budgets;
+    ``sample`` > 0: CLARA on samples of that many items, for very large matrices; ``asked``: the N-set of a
+    smaller probe of the target, held fixed after the G-set, so that the probe grows (the sequential mode).
 
     Examples
     --------
@@ -181,11 +168,8 @@ def n_set(
 
 
 def chosen_probes(points: BinaryPoints, g_set: np.ndarray, native_sources: np.ndarray, chosen, digests) -> list[Probe]:
-    """The :class:`Probe` of each set of items :func:`n_set` chose before (G-set first) on ``points``.
-
-    ``digests``, each probe's :func:`~tailoredbench.kmedoids.label_digest`, spare the distances between
-    all items (:func:`~tailoredbench.kmedoids.known_labels`).
-    """
+    """The :class:`Probe` of each set of items :func:`n_set` chose before (G-set first) on ``points``; their
+    ``digests`` (:func:`~tailoredbench.kmedoids.label_digest`) spare the distances between all items."""
     labels = known_labels(points, chosen, digests)
     return [
         Probe(g_set, native_sources, items[len(g_set) :], found) for items, found in zip(chosen, labels, strict=True)

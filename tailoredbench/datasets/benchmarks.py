@@ -93,12 +93,9 @@ def _full_matrix_arc() -> tuple[ResponseMatrix, dict]:
 def _atlas(member: str, label: str) -> Callable[[], tuple[ResponseMatrix, dict]]:
     def build():
         frame = read_zip_csv(fetch(_ATLAS, _ATLAS_ZIP), member)
-        items = tuple(int(c) for c in frame.columns)
+        models, items = tuple(frame.index.astype(str)), tuple(int(c) for c in frame.columns)
         matrix = ResponseMatrix(
-            frame.to_numpy(dtype=np.float64),
-            tuple(frame.index.astype(str)),
-            items,
-            source=f"{_ATLAS}/{_ATLAS_ZIP}:{member}",
+            frame.to_numpy(dtype=np.float64), models, items, source=f"{_ATLAS}/{_ATLAS_ZIP}:{member}"
         )
         info = {
             "description": f"{label}: the tinyBenchmarks anchor items only (not the full benchmark), "
@@ -114,8 +111,7 @@ def _atlas(member: str, label: str) -> Callable[[], tuple[ResponseMatrix, dict]]
 
 def _hellaswag_full12() -> tuple[ResponseMatrix, dict]:
     path = "data/combine.csv"
-    block = slice(11323, 21365)
-    values = read_csv_block(fetch(_PSN, path), block)
+    values = read_csv_block(fetch(_PSN, path), slice(11323, 21365))
     if values.shape != (12, 10042):
         raise DataError(f"{_PSN}/{path}: expected a 12 x 10042 HellaSwag block, got {values.shape}")
     matrix = ResponseMatrix(values, tuple(f"psn_model_{i:02d}" for i in range(12)), source=f"{_PSN}/{path}")
@@ -260,12 +256,6 @@ def load_benchmark(name: str, max_models: int | None = None, seed: int = 0) -> B
 
     ``max_models``: a subsample of at most this many models, seeded by ``seed``, before the split
     (``None`` keeps all; refused by ``gsm8k``, which comes split).
-
-    Examples
-    --------
-    >>> bench = load_benchmark("gsm8k")
-    >>> bench.source.shape, bench.target.shape
-    ((75, 1319), (75, 1319))
     """
     spec = benchmark_spec(name)
     if max_models is not None:

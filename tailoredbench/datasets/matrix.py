@@ -18,19 +18,9 @@ from .readers import read_npy
 class ResponseMatrix:
     """Per-item correctness of models: ``values[m, i]`` is 1 if model ``m`` got item ``i`` right.
 
-    Parameters
-    ----------
-    values : array-like or pandas DataFrame of shape (n_models, n_items)
-        0/1 correctness as numbers (bool, int or float); any other value, NaN, text or
-        dates are an error. A DataFrame's index gives the model ids, its columns the item ids.
-    models : sequence of str, optional
-        Model ids, all different; ``model_0``, ``model_1``, ... when omitted. With a
-        DataFrame: its index labels in the order wanted (rows are taken by label).
-    items : sequence, optional
-        Item ids, all different (the benchmark's ``doc_id`` where known); ``0..n_items-1``
-        when omitted. With a DataFrame: its column labels in the order wanted.
-    source : str, default "array"
-        Where the values came from, named in error messages.
+    ``values`` (models x items) are 0/1 numbers, as an array or a DataFrame whose index and columns give
+    the ids. ``models`` and ``items`` are the ids, all different (by default ``model_0``, ... and
+    ``0..n_items-1``; with a DataFrame, labels picked in that order). ``source`` names them in errors.
 
     Examples
     --------
@@ -181,15 +171,6 @@ def validate_binary(values, source: str = "array") -> np.ndarray:
 def load_matrix(path: str | Path) -> ResponseMatrix:
     """Read a user's own models x items 0/1 matrix: ``.npy`` (a bare 2-D array) or ``.csv`` (a header
     row of item ids; the first column holds model ids).
-
-    Examples
-    --------
-    >>> import tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "m.csv")
-    >>> with open(path, "w") as handle:
-    ...     _ = handle.write("model,q1,q2\\nm1,1,0\\nm2,0,0\\n")
-    >>> load_matrix(path).items
-    ('q1', 'q2')
     """
     path = Path(path)
     if path.is_dir():

@@ -84,16 +84,9 @@ def build_openllm_matrix(
 ) -> ResponseMatrix:
     """A models x examples matrix of one task from the leaderboard's details datasets.
 
-    Parameters
-    ----------
-    models : sequence of str
-        Hugging Face model ids, e.g. ``"mistralai/Mistral-7B-v0.1"``.
-    task : str
-        A key of :data:`TASKS`, or any name when ``config`` and ``metric`` are given.
-    loader : callable, optional
-        ``loader(repo, config, split) -> pandas.DataFrame``; by default ``datasets`` downloads.
-    cache : bool, default True
-        Keep each model's vector under the package cache and reuse it.
+    ``models`` are Hugging Face ids; ``task`` a key of :data:`TASKS`, or any name with ``config`` and
+    ``metric``; ``loader(repo, config, split) -> DataFrame`` by default downloads with ``datasets``;
+    ``cache`` keeps each model's vector under the package cache.
     """
     if not models:
         raise DataError(f"{task}: no models given")

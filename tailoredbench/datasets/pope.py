@@ -1,15 +1,12 @@
 """POPE (MSCOCO) built from raw answer files of public LVLM runs.
 
-POPE (Li et al., *Evaluating Object Hallucination in Large Vision-Language Models*, EMNLP 2023)
-asks yes/no questions about COCO images: 9000 items in three splits of 3000. No public models x
-items matrix exists, so this module builds one from 22 runs whose answer files are mirrored upstream
-(the data registry; the mirror's ``POPE.md``). Items are in the canonical order of
-``ustc-hyin/cd_rethink/data/coco/coco_pope_<split>.json`` (``index = offset(split) + question_id - 1``);
-each answer file is mapped to items by one of five rules (:class:`Run`), its answers parsed as POPE's own
-``eval_pope.py`` does (:func:`parse_yes_no`), and every run's answered count and accuracy are checked
-against the published table (a mismatch is a :class:`~tailoredbench.errors.DataError`). Flagged runs are
-excluded. The matrix is the *complete block*, the runs that answered every item of LLaVA's 8910-question
-version and those items, so nothing is imputed: 10 runs of 5 checkpoints, far fewer models than the paper's.
+POPE (Li et al., *Evaluating Object Hallucination in Large Vision-Language Models*, EMNLP 2023) asks yes/no
+questions about COCO images: 9000 items in three splits. No public models x items matrix exists, so one is
+built from 22 runs mirrored upstream (see the data registry and its ``POPE.md``): items in the order of
+``ustc-hyin/cd_rethink``'s ``coco_pope_<split>.json``, each answer file mapped to items by one of five rules
+(:class:`Run`) and parsed as POPE's ``eval_pope.py`` does, every run checked against the published answered
+counts and accuracies. The matrix is the complete block (the runs that answered all of LLaVA's 8910
+questions), so nothing is imputed; flagged runs are excluded.
 """
 
 from __future__ import annotations

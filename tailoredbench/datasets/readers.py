@@ -1,6 +1,5 @@
-"""One small reader per file format, and the provenance record of registered files.
-
-Each reader takes a local path: an upstream file whose hash was checked, or (read_npy) a user's own .npy."""
+"""One small reader per file format (of an upstream file whose hash was checked, or a user's own .npy),
+and the provenance of registered files."""
 
 from __future__ import annotations
 
