@@ -1,15 +1,8 @@
-"""The user cache: a folder of ``.npz`` entries, each with a sha256 of its contents.
+"""The user cache: a folder of ``.npz`` entries, each with a sha256 of its contents and, optionally, a key.
 
-Generic, below the data layer: the data registry downloads into :func:`cache_dir`, and
-gp-IRT's fits and the run cache (:mod:`tailoredbench.run_cache`) keep their entries here.
-An entry may carry the key of what it was computed on (a hash of the data and settings),
-checked when it is read: an entry moved or copied to another's place is not trusted.
-
-A cache never stops a computation nor changes a number: an entry that cannot be read,
-fails its hash, holds another key or is not a file at all is named in a
-:class:`~tailoredbench.errors.CacheWarning`, removed and computed again; a cache folder
-that cannot be written (read-only, full) is named once, with the cause, and not written
-again by this process.
+A cache never stops a computation nor changes a number: a bad entry is named in a
+:class:`~tailoredbench.errors.CacheWarning`, removed and computed again; a folder that cannot be
+written is named once and not written again by this process.
 """
 
 from __future__ import annotations
@@ -72,12 +65,10 @@ def _drop(path: Path, reason: str) -> None:
 def store_cached(
     path: str | Path, *, key: str | None = None, folder: str | Path | None = None, **arrays
 ) -> Path | None:
-    """Write arrays to a cache entry (``.npz``) with a sha256 of its contents, atomically.
+    """Write arrays to a cache entry (``.npz``) with a sha256 of its contents, atomically; its path, or None.
 
-    ``key``, a hash of what the arrays were computed on, is kept inside the entry for
-    :func:`load_cached` to check. If the cache folder ``folder`` (by default the entry's)
-    cannot be written, it is named once in a :class:`CacheWarning` with the cause and left
-    alone from then on; returns the entry's path, or None when it was not written.
+    ``key``, a hash of what the arrays were computed on, is kept for :func:`load_cached` to check. A cache
+    ``folder`` (by default the entry's) that cannot be written is named once and left alone from then on.
     """
     path = Path(path)
     folder = Path(folder) if folder is not None else path.parent
@@ -102,14 +93,8 @@ def store_cached(
 def load_cached(
     path: str | Path, *, key: str | None = None, check: Callable[[dict], object] | None = None
 ) -> dict | None:
-    """A cache entry's arrays, or None when there is none.
-
-    An entry that is not a file, cannot be read, fails its hash, holds another ``key``
-    than this one (when one is given) or fails ``check`` (which raises ValueError,
-    KeyError, TypeError or IndexError on arrays unfit for their use) is named in a
-    :class:`CacheWarning` and removed, so that the caller computes it afresh and stores a
-    sound one.
-    """
+    """A cache entry's arrays, or None when there is none or it is not a sound file of this ``key`` that
+    passes ``check`` (raising ValueError, KeyError, TypeError or IndexError): then it is named and removed."""
     path = Path(path)
     try:
         mode = path.stat().st_mode

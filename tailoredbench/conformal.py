@@ -1,39 +1,11 @@
-"""The arithmetic of a 90% interval for every estimate, calibrated on source models only.
+"""The arithmetic of an interval for every estimate, calibrated on source models only.
 
-Running a method on source models playing targets is :mod:`tailoredbench.intervals`;
-this module turns their errors into intervals: split-conformal over models (Vovk et
-al., *Algorithmic Learning in a Random World*, 2005; Lei et al., "Distribution-free
-predictive inference for regression", JASA 2018), with source models standing in for
-targets: each source in turn plays the target while the others are the sources
-(leave-one-out, or ``folds`` folds for a method whose preparation is costly, such as
-gp-IRT's IRT fit), and the method estimates it exactly as it would a target.
-
-The intervals adapt to each target (normalised conformal scores, Papadopoulos et
-al., "Normalized nonconformity measures for regression conformal prediction", 2008;
-Lei et al. 2018, section 5.2). Two things make a target hard to estimate, and its
-:func:`difficulty` adds them, each at least one item's worth (so that no interval is
-empty):
-
-* the sampling error of an accuracy read from ``n`` items, ``sqrt(e (1 - e) / n)``
-  at the estimate ``e``: large near 50%, small for a model that gets almost
-  everything right or wrong;
-* how unlike the sources the target is: its mean disagreement, on the items it was
-  asked, with its :data:`NEAREST` closest sources (:func:`unlikeness`).
-
-The score of a pseudo-target is ``|error| / difficulty``; per budget, the conformal
-quantile ``q`` of the scores (rank ``ceil((n + 1) * level)``) gives each target the
-interval ``estimate +/- q * difficulty``, clipped to [0, 1]. The sum was chosen on
-source models, among the :data:`NORMALISATIONS`: averaged over the five benchmarks
-and over TailoredBench and TailoredBench+, intervals calibrated on left-out sources
-are the narrowest with it, 0.965 x the width of an unscaled interval, against 1.038
-with the disagreement alone (``reports/beyond/``, section 3).
-
-No target result is read beyond the items the method asked. Leaving one source out
-keeps a pseudo-target's neighbourhood of sources as close as possible to a real
-target's; with 10 folds, a pseudo-target also loses a tenth of the sources, often
-some of its nearest, and the intervals come out wider than they need be. Every source
-is a pseudo-target at least ``MIN_ERRORS / n_sources`` times, with independent random
-choices (and fold splits), so that the quantile depends less on one draw.
+Split-conformal over models (Vovk et al., *Algorithmic Learning in a Random World*, 2005; Lei et al., JASA
+2018), each source in turn playing the target (:mod:`tailoredbench.intervals`), with scores normalised
+(Papadopoulos et al., 2008) by a target's :func:`difficulty`: the sampling error of its estimate plus its
+:func:`unlikeness` to its nearest sources. Per budget, the conformal quantile ``q`` of ``|error| / difficulty``
+gives the interval ``estimate +/- q * difficulty``, clipped to [0, 1]; of the :data:`NORMALISATIONS`
+compared on left-out sources (``reports/beyond/``), this sum gave the narrowest intervals.
 """
 
 from __future__ import annotations
@@ -52,14 +24,7 @@ NEAREST = 5
 
 
 def unlikeness(source: np.ndarray, items: np.ndarray, results: np.ndarray, nearest: int = NEAREST) -> float:
-    """The mean share of ``items`` on which ``results`` differ from each of the ``nearest`` closest sources.
-
-    Examples
-    --------
-    >>> source = np.array([[1, 1, 0, 0], [1, 0, 1, 0], [0, 0, 0, 0]])
-    >>> unlikeness(source, np.array([0, 1]), np.array([1.0, 1.0]), nearest=2)
-    0.25
-    """
+    """The mean share of ``items`` on which ``results`` differ from each of the ``nearest`` closest sources."""
     items = np.asarray(items, dtype=np.int64)
     if len(items) == 0:
         return 1.0
@@ -68,13 +33,7 @@ def unlikeness(source: np.ndarray, items: np.ndarray, results: np.ndarray, neare
 
 
 def sampling_error(estimate, n_items):
-    """The standard error ``sqrt(e (1 - e) / n)`` of an accuracy ``e`` read from ``n`` items.
-
-    Examples
-    --------
-    >>> sampling_error(0.5, 25)
-    0.1
-    """
+    """The standard error ``sqrt(e (1 - e) / n)`` of an accuracy ``e`` read from ``n`` items."""
     estimate = np.clip(np.asarray(estimate, dtype=float), 0.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.sqrt(estimate * (1 - estimate) / np.asarray(n_items, dtype=float))
@@ -82,19 +41,7 @@ def sampling_error(estimate, n_items):
 
 
 def difficulty(estimate, unlike, n_items):
-    """How hard a target is to estimate: ``(sampling error + 1 / n) + (unlike + 1 / n)``.
-
-    For an estimate ``e`` from ``n`` items (:func:`sampling_error`) and the target's
-    :func:`unlikeness` to the sources; 1 where no item was asked. Scalars or arrays
-    (one per target).
-
-    Examples
-    --------
-    >>> round(difficulty(0.5, 0.1, 25), 6)
-    0.28
-    >>> difficulty(np.array([0.0, 1.0]), 0.0, 20).tolist()
-    [0.1, 0.1]
-    """
+    """How hard a target is to estimate: ``(sampling error + 1 / n) + (unlike + 1 / n)``, 1 where ``n`` is 0."""
     n_items = np.asarray(n_items, dtype=float)
     with np.errstate(divide="ignore"):
         value = sampling_error(estimate, n_items) + unlike + 2 / n_items
@@ -102,8 +49,7 @@ def difficulty(estimate, unlike, n_items):
     return float(value) if value.ndim == 0 else value
 
 
-#: The scales compared on source models (``reports/beyond/``), each of
-#: ``(estimate, unlikeness, n_items)``; :func:`difficulty` is the one in use.
+#: The scales of ``(estimate, unlikeness, n_items)`` compared on source models; :func:`difficulty` is in use.
 NORMALISATIONS = {
     "none": lambda estimate, unlike, n: np.ones_like(np.asarray(unlike, dtype=float)),
     "unlikeness": lambda estimate, unlike, n: unlike + 1 / n,
@@ -142,11 +88,7 @@ class PseudoTargets:
         return conformal_halfwidth(self.errors / self.scale(normalisation), level)
 
     def width(self, normalisation: str = IN_USE, level: float = LEVEL) -> float:
-        """Mean width of their intervals scaled by one of :data:`NORMALISATIONS` and calibrated on them.
-
-        ``2 q mean(scale)`` (before clipping to [0, 1]): at the same calibration, a
-        narrower interval is a more informative one.
-        """
+        """Mean width ``2 q mean(scale)`` (before clipping) of their intervals under one of :data:`NORMALISATIONS`."""
         return 2 * self.quantile(normalisation, level) * float(np.mean(self.scale(normalisation)))
 
 
@@ -167,9 +109,8 @@ def model_folds(n_models: int, folds: int, repeats: int, seed: int, stream: int 
 def folds_by_kept(n_models: int, folds: int, repeats: int, seed: int, stream: int = rng.INTERVAL_FOLDS) -> list:
     """:func:`model_folds` grouped by the models they keep: ``[(kept, [(index, held_out), ...]), ...]``.
 
-    Repeated splits keep the same models again (leave-one-out does at every repeat), so work
-    that depends only on the kept models can be done once per group. Groups come in the order
-    their first fold does; :func:`in_fold_order` puts per-fold results back in fold order.
+    Work that depends only on the kept models is then done once per group (leave-one-out keeps the
+    same models at every repeat); :func:`in_fold_order` puts per-fold results back in fold order.
 
     Examples
     --------
@@ -193,11 +134,7 @@ def in_fold_order(groups: list, results) -> list:
 
 
 def check_level(level) -> float:
-    """An interval's level as a float in (0, 1), or a one-line error (a string, a bool or NaN is none).
-
-    >>> check_level(0.9)
-    0.9
-    """
+    """An interval's level as a float in (0, 1), or a one-line error (a string, a bool or NaN is none)."""
     if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < float(level) < 1:
         raise TailoredBenchError(f"interval level must be a number between 0 and 1, got {level!r}")
     return float(level)
@@ -206,13 +143,7 @@ def check_level(level) -> float:
 def conformal_halfwidth(errors: np.ndarray, level: float = LEVEL) -> float:
     """The split-conformal quantile of absolute errors (or scores): ``q`` with ``P(|error| <= q) >= level``.
 
-    With too few errors for the level (``ceil((n + 1) * level) > n``) the largest
-    error is used.
-
-    Examples
-    --------
-    >>> conformal_halfwidth(np.arange(1, 20) / 100, level=0.9)
-    0.18
+    With too few errors for the level (``ceil((n + 1) * level) > n``), the largest.
     """
     level = check_level(level)
     errors = np.sort(np.asarray(errors, dtype=float))

@@ -1,8 +1,7 @@
 """Distances between the rows of 0/1 matrices, after z-scoring each column.
 
-For 0/1 response data, the Manhattan distance between z-scored rows is a weighted
-Hamming distance (each disagreeing column counts ``1 / std``); it is computed with
-matrix products rather than by materialising the z-scored data.
+Between z-scored 0/1 rows, the Manhattan distance is a Hamming distance weighted by ``1 / std``:
+computed by matrix products, without the z-scored data.
 """
 
 from __future__ import annotations
@@ -20,10 +19,8 @@ DISTANCES = ("manhattan", "euclidean", "cosine", "correlation")
 
 
 def column_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column means and population standard deviations, a constant column scaling by 1.
-
-    This is scikit-learn's ``StandardScaler`` convention, which the paper's code uses.
-    """
+    """Column means and population standard deviations, a constant column scaling by 1 (scikit-learn's
+    ``StandardScaler``, as the paper's code)."""
     mean = X.mean(axis=0)
     std = X.std(axis=0)
     std[std == 0] = 1.0
@@ -43,14 +40,7 @@ def standardize(X: np.ndarray) -> np.ndarray:
 
 
 def weighted_hamming(A: np.ndarray, weights: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
-    """``D[i, k] = sum_j weights[j] * (A[i, j] != B[k, j])`` for 0/1 rows, by matrix products.
-
-    Examples
-    --------
-    >>> A = np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]])
-    >>> weighted_hamming(A, np.array([1.0, 2.0, 4.0])).tolist()
-    [[0.0, 1.0], [1.0, 0.0]]
-    """
+    """``D[i, k] = sum_j weights[j] * (A[i, j] != B[k, j])`` for 0/1 rows, by matrix products."""
     same = B is None
     B = A if B is None else B
     Aw = A * weights
@@ -74,35 +64,16 @@ def _hamming_from_gram(G, row_norm, col_norm, same):
     for i in range(n):
         for k in range(m):
             d = row_norm[i] + col_norm[k] - 2.0 * G[i, k]
-            # Rounded to 1e-9 so that equal sums of weights tie exactly, whatever the
-            # summation order; ties are then broken by index, as documented.
+            # rounded to 1e-9: equal sums of weights tie exactly, whatever the summation order
             G[i, k] = np.floor(d * 1e9 + 0.5) / 1e9 if d > 0.0 else 0.0
         if same:
             G[i, i] = 0.0
 
 
 def binary_distances(X: np.ndarray, metric: str = "manhattan", rows: np.ndarray | None = None) -> np.ndarray:
-    """Distances between the rows of a 0/1 matrix after z-scoring each column.
+    """Distances between the rows of a 0/1 matrix (or between ``rows``) after z-scoring each column of ``X``.
 
-    Parameters
-    ----------
-    X : ndarray of shape (n_points, n_features)
-        0/1 values; rows are the points (items or models), columns their coordinates.
-    metric : {"manhattan", "euclidean", "cosine", "correlation"}
-    rows : ndarray of shape (m, n_features), optional
-        Compute distances between these rows instead, z-scored with ``X``'s columns.
-
-    Returns
-    -------
-    ndarray of shape (n_points, n_points)
-        For ``cosine`` and ``correlation``, a row with zero norm (or zero variance) is
-        at distance 1 from every other row.
-
-    Examples
-    --------
-    >>> X = np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
-    >>> binary_distances(X)[0].tolist()
-    [0.0, 2.0, 2.0, 4.0]
+    For ``cosine`` and ``correlation``, a row of zero norm (or variance) is at distance 1 from every other.
     """
     X = np.asarray(X, dtype=np.float64)
     R = X if rows is None else np.asarray(rows, dtype=np.float64)

@@ -1,8 +1,6 @@
 """The versions that compute the numbers: Python, the machine and the numeric libraries.
 
-Every report records them (``environment`` in ``metrics.json``) and the run cache keys its
-entries by them; ``constraints.txt`` pins the libraries for ``make reproduce``, and
-:func:`reproducible_numerics` the processor's instructions they use.
+Reports record them and the run cache keys by them; :func:`reproducible_numerics` pins the instructions used.
 """
 
 from __future__ import annotations
@@ -11,9 +9,7 @@ import os
 import platform
 from importlib import metadata
 
-#: The libraries whose rounding a number can depend on: numpy (with the BLAS its wheel
-#: carries) and scipy for distances, numba for the medoids, scikit-learn for gp-IRT's KMeans
-#: anchors, pandas for the tables' means.
+#: The libraries whose rounding a number can depend on.
 NUMERIC_LIBRARIES = ("numpy", "scipy", "numba", "scikit-learn", "pandas")
 
 #: OpenBLAS's kernels for x86-64 with AVX2 and FMA: the same rounding on processors with and without AVX-512.
@@ -21,9 +17,8 @@ BLAS_CORE = "Haswell"
 
 
 def versions() -> dict[str, str]:
-    """Python's version, the machine's architecture, each numeric library's version, and the
-    instructions numpy dispatches to and OpenBLAS's kernels: the same code and versions
-    round otherwise on a processor with AVX-512 (see :func:`reproducible_numerics`)."""
+    """Python's, the machine's and each numeric library's versions, and the instructions numpy dispatches
+    to and OpenBLAS's kernels (they round otherwise with AVX-512)."""
     return {
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -34,17 +29,11 @@ def versions() -> dict[str, str]:
 
 
 def reproducible_numerics() -> dict[str, str]:
-    """Environment variables under which numpy and OpenBLAS compute as on an x86-64 machine
-    without AVX-512, for processes started after they are set; ``{}`` where there is nothing
-    to change, or on another architecture.
+    """Environment variables (those not set yet) under which numpy and OpenBLAS compute, in processes
+    started afterwards, as on an x86-64 machine without AVX-512; ``{}`` elsewhere.
 
-    OpenBLAS picks its kernels by the processor when it loads (its SkylakeX set on a Zen 4 or
-    an Intel processor with AVX-512, the Haswell set on a Zen 3), and numpy has its own
-    AVX-512 exp and log1p. Products and exponentials then differ in their last bits, and the
-    non-convex IRT fit of gp-IRT, with the dimension and prior chosen on it, moves with them.
-    ``tailoredbench reproduce`` sets them
-    for the notebooks' kernels, whose workers inherit them, and ``make lab`` for JupyterLab's.
-    A variable already set is kept.
+    AVX-512 kernels and numpy's AVX-512 exp and log1p differ in their last bits, and gp-IRT's
+    non-convex IRT fit moves with them. ``tailoredbench reproduce`` and ``make lab`` set them.
     """
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return {}

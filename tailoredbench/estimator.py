@@ -1,11 +1,7 @@
 """TailoredBench for real use: fit on the source models once, then evaluate any number of new models.
 
-Fitting learns from the source models only (the G-set and, on demand, TailoredBench+'s
-stacking weights and the intervals' calibration, all functions of the sources). What
-concerns one new model is never stored on the estimator: :meth:`TailoredBench.plan`
-returns its :class:`~tailoredbench.tailored.Probe`, and :meth:`~TailoredBench.estimate`
-and :meth:`~TailoredBench.interval` take that probe and the model's results. One fitted
-estimator serves many models, in any order, and gives each the same answer as alone.
+The estimator stores functions of the sources only; what concerns one new model travels in its
+:class:`~tailoredbench.tailored.Probe`, so each model gets the same answer in any order or alone.
 """
 
 from __future__ import annotations
@@ -38,22 +34,12 @@ class TailoredBench:
         Size of the G-set (the first items every model answers).
     distance : {"manhattan", "euclidean", "cosine", "correlation"}
     random_state : int, sequence of int, Generator or None, default 0
-        Seeds the G-set and the N-set. An int ``s`` (or ``(s, r)``) replays run 0
-        (or ``r``) of a simulation with seed ``s``.
+        Seeds the G-set and the N-set: an int ``s`` (or ``(s, r)``) replays run 0 (or ``r``) of a simulation.
     estimator : {"calibrated", "plus"}, default "calibrated"
-        The paper's calibrated estimate, or TailoredBench+'s
-        (:mod:`tailoredbench.stacking`) from the same probe.
+        The paper's calibrated estimate, or TailoredBench+'s (:mod:`tailoredbench.stacking`).
 
-    Attributes
-    ----------
-    source_ : ndarray of shape (n_sources, n_items)
-    items_ : tuple
-        The item ids (a :class:`ResponseMatrix`'s, else 0..n_items-1): a pandas Series of
-        results is read by these labels.
-    g_set_ : ndarray of int
-        The G-set.
-    key_ : tuple of int
-        The random key drawn from ``random_state`` at :meth:`fit`.
+    Fitting sets ``source_``, ``items_`` (the item ids a pandas Series of results is read by), ``g_set_``
+    and ``key_`` (the random key drawn from ``random_state``).
 
     Examples
     --------
@@ -89,11 +75,8 @@ class TailoredBench:
         return self
 
     def fit(self, source) -> TailoredBench:
-        """Check the parameters and choose the G-set from the source models' full results (n_sources x n_items).
-
-        ``source``: a :class:`ResponseMatrix`, an array, or a pandas DataFrame (models x items, its
-        columns the item ids by which a Series of results is read).
-        """
+        """Choose the G-set from the source models' full results: a :class:`ResponseMatrix`, an array or a
+        DataFrame (models x items, its columns the item ids)."""
         TailoredBenchMethod().check_options({"g_size": self.g_size, "distance": self.distance})
         check_distance(self.distance)
         if self.estimator not in ESTIMATORS:
@@ -107,8 +90,7 @@ class TailoredBench:
         self.g_set_ = g_set(
             self.source_, self.g_size, distance=self.distance, random_state=rng.stream(self.key_, rng.G_SET)
         )
-        # Functions of the sources alone, computed on first use per budget (and level), never per model.
-        # (computing one twice, e.g. from two threads, gives the same value: no lock is needed)
+        # functions of the sources alone, computed on first use (twice from two threads: the same value)
         self._source_fits: dict[tuple, object] = {}
         return self
 
@@ -124,56 +106,36 @@ class TailoredBench:
     def plan(self, g_results, budget: int, target_index: int = 0) -> Probe:
         """A new model's probe, from its results on :attr:`g_set_`: ask it ``probe.n_set`` next.
 
-        ``target_index`` only picks the random stream, so that target ``t`` of a
-        simulation can be replayed exactly.
+        ``target_index`` only picks the random stream: target ``t`` of a simulation is replayed exactly.
         """
-        self._fitted()
-        target_index = check_integer(target_index, "target_index", 0)
-        g_results = self._answers(g_results, self.g_set_, "G-set").reshape(1, -1)
-        check_budget(budget, len(self.g_set_), self.source_.shape[1])
-        _, neighbours = native_sources(self.source_[:, self.g_set_], g_results, distance=self.distance)
-        gen = rng.stream(self.key_, rng.N_SET, target_index, budget)
-        return n_set(self.source_, neighbours[0], self.g_set_, budget, distance=self.distance, random_state=gen)
+        return self.rounds(g_results, [budget], target_index)[0]
 
     def rounds(self, g_results, budgets, target_index: int = 0) -> list[Probe]:
         """The sequential mode's growing probe: one :class:`Probe` per budget, each holding the previous one's items.
 
-        ``budgets`` are the probe's sizes after each round (a :class:`StoppingRule`'s
-        ``budgets``). Which items come next depends only on the G-set results, so every
-        round can be planned at once; when to stop depends on the answers
-        (:meth:`precise`). The first round is :meth:`plan`'s probe of that budget.
+        ``budgets``: the probe's sizes after each round (a :class:`StoppingRule`'s). The items depend only
+        on the G-set results, so every round is planned at once; :meth:`precise` says when to stop.
         """
         self._fitted()
         target_index = check_integer(target_index, "target_index", 0)
         g_results = self._answers(g_results, self.g_set_, "G-set").reshape(1, -1)
         _, neighbours = native_sources(self.source_[:, self.g_set_], g_results, distance=self.distance)
+        native = neighbours[0]  # the model's native sources
         out: list[Probe] = []
         for budget in sorted(budgets):
             check_budget(budget, len(self.g_set_), self.source_.shape[1])
             gen = rng.stream(self.key_, rng.N_SET, target_index, budget)
             asked = out[-1].n_set if out else ()
             out.append(
-                n_set(
-                    self.source_,
-                    neighbours[0],
-                    self.g_set_,
-                    budget,
-                    distance=self.distance,
-                    random_state=gen,
-                    asked=asked,
-                )
+                n_set(self.source_, native, self.g_set_, budget, distance=self.distance, random_state=gen, asked=asked)
             )
         return out
 
     def stopping_rule(
         self, precision: float, max_budget: int = MAX_BUDGET, step: int = ROUND_SIZE, level: float = LEVEL
     ) -> StoppingRule:
-        """The sequential mode's rule for ``precision`` (a half-width), calibrated on the source models alone.
-
-        Source models, each in turn playing the new model, are asked the growing probe in
-        rounds of ``step`` items up to ``max_budget``, and stopped by the rule; see
-        :class:`~tailoredbench.stopping.StoppingRule`. Computed once per setting.
-        """
+        """The sequential mode's :class:`~tailoredbench.stopping.StoppingRule` for ``precision`` (a half-width),
+        calibrated on source models playing the new model, in rounds of ``step`` items up to ``max_budget``."""
         self._fitted()
         precision = check_precision(precision)
         level = check_level(level)
@@ -182,10 +144,9 @@ class TailoredBench:
             check_budget(budget, len(self.g_set_), self.source_.shape[1])
 
         def calibrate():
-            options = {"g_size": len(self.g_set_), "distance": self.distance, "grow": True}
-            if self.estimator == "plus":
-                options["weights"] = self._weights(budgets, grow=True)
-            return pseudo_targets(self._method, self.source_, budgets, seed=self.key_[0], **options)
+            return pseudo_targets(
+                self._method, self.source_, budgets, seed=self.key_[0], **self._options(budgets, True)
+            )
 
         pseudo = self._source_fit(("rounds", budgets, level), calibrate)
         return StoppingRule.calibrate(pseudo, precision, level)
@@ -194,23 +155,21 @@ class TailoredBench:
     def _method(self) -> str:
         return "tailored_plus" if self.estimator == "plus" else "tailoredbench"
 
+    def _options(self, budgets: tuple, grow: bool = False) -> dict:
+        """The method options that replay this estimator's probes (and weights) on source models."""
+        options = {"g_size": len(self.g_set_), "distance": self.distance, **({"grow": True} if grow else {})}
+        if self.estimator == "plus":
+            options["weights"] = self._weights(budgets, grow)
+        return options
+
     def _weights(self, budgets: tuple, grow: bool = False) -> np.ndarray:
         """TailoredBench+'s stacking weights for these budgets, fitted on the sources."""
-        return self._source_fit(
-            ("stack", budgets, grow),
-            lambda: stack_weights(
-                self.source_,
-                list(budgets),
-                g_size=len(self.g_set_),
-                distance=self.distance,
-                seed=self.key_[0],
-                grow=grow,
-            ),
-        )
+        options: dict = {"g_size": len(self.g_set_), "distance": self.distance, "seed": self.key_[0], "grow": grow}
+        return self._source_fit(("stack", budgets, grow), lambda: stack_weights(self.source_, list(budgets), **options))
 
     def _answers(self, values, items, what: str) -> np.ndarray:
-        """A model's 0/1 results on ``items`` (positions): an array in that order, or a pandas
-        Series indexed by item id, or a one-row DataFrame with item id columns (read by label, in any order)."""
+        """A model's 0/1 results on ``items`` (positions): an array in that order, or a Series or one-row
+        DataFrame read by item id."""
         items = np.asarray(items)
         if isinstance(values, pd.DataFrame):
             if len(values) != 1:
@@ -241,8 +200,7 @@ class TailoredBench:
     def estimate(self, probe: Probe, results, *, rule: StoppingRule | None = None) -> float:
         """The estimated full-benchmark accuracy from the model's ``results`` on ``probe.items``.
 
-        ``rule``: the probe is a round of the sequential mode (:meth:`rounds`), read as
-        the rule's simulation reads it (for TailoredBench+, with weights fitted on its rounds).
+        ``rule``: the probe is a round of the sequential mode (:meth:`rounds`), read as the rule's was.
         """
         return self._estimate(probe, self._results(probe, results), rule)
 
@@ -264,11 +222,8 @@ class TailoredBench:
     ) -> tuple[float, float]:
         """An interval around :meth:`estimate` that holds the true accuracy with ``level`` probability.
 
-        Calibrated on the source models alone, each in turn playing the new model,
-        and scaled by this model's difficulty: the sampling error of its estimate
-        and how unlike its nearest sources its results are
-        (:mod:`tailoredbench.conformal`). With a ``rule`` (the sequential mode), the
-        rule's interval after this round, at the rule's level.
+        Calibrated on source models playing the new model and scaled by this model's difficulty
+        (:mod:`tailoredbench.conformal`); with a ``rule``, the rule's interval after this round.
         """
         level = check_level(level)
         value, halfwidth = self._halfwidth(probe, self._results(probe, results), level, rule)
@@ -289,9 +244,7 @@ class TailoredBench:
             return value, rule.halfwidth(probe.budget, hardness)
 
         def calibrate():
-            options = {"g_size": len(self.g_set_), "distance": self.distance}
-            if self.estimator == "plus":
-                options["weights"] = self._weights((probe.budget,))
+            options = self._options((probe.budget,))
             return scales(self._method, self.source_, [probe.budget], level, seed=self.key_[0], **options)[probe.budget]
 
         q = self._source_fit(("interval", probe.budget, level), calibrate)

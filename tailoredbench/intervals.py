@@ -1,8 +1,6 @@
-"""Intervals calibrated on source models: each source in turn plays the target.
+"""Intervals calibrated on source models: a method runs on sources playing targets, as it would on targets.
 
-The conformal pieces (difficulty, quantile, interval) are in :mod:`tailoredbench.conformal`;
-this module runs a method (:mod:`tailoredbench.methods`) on source models treated as
-targets, exactly as it would run on targets, and collects their errors.
+The conformal arithmetic is :mod:`tailoredbench.conformal`; this module collects the errors.
 """
 
 from __future__ import annotations
@@ -45,30 +43,12 @@ def pseudo_targets(
     repeats: int | None = None,
     **options,
 ) -> dict[int, PseudoTargets]:
-    """Errors and difficulties of ``method`` on source models treated as targets, per budget.
+    """``{budget: PseudoTargets}``: errors and difficulties of ``method`` on source models playing targets.
 
-    Parameters
-    ----------
-    method : str or MethodSpec
-        A name from :data:`tailoredbench.methods.METHODS` (``base[variant]`` included).
-    source : ndarray of shape (n_sources, n_items)
-    budgets : sequence of int
-    seed : int
-        Seeds the fold splits and the method's random choices.
-    folds : int, optional
-        Cross-validation folds over the source models (at most their number). By
-        default the method's ``interval_folds``, or one per source if it has none.
-    repeats : int, optional
-        Independent fold splits; each source is a pseudo-target ``repeats`` times.
-        By default :data:`REPEATS`, or more when there are fewer than
-        :data:`MIN_ERRORS` sources.
-    **options
-        The method's options (``g_size``, ``distance``, ...), checked against those it declares.
-
-    Returns
-    -------
-    dict
-        ``{budget: PseudoTargets}``, ``repeats * n_sources`` of them each.
+    ``method`` is a name from :data:`tailoredbench.methods.METHODS` (``base[variant]`` included), ``options``
+    its options; ``seed`` seeds the fold splits and the method. ``folds`` over the sources default to the
+    method's ``interval_folds``, else one per source; ``repeats`` (independent splits) to enough for
+    :data:`MIN_ERRORS` pseudo-targets.
 
     Examples
     --------
@@ -91,13 +71,8 @@ def pseudo_targets_of(
     folds: int | None = None,
     repeats: int | None = None,
 ) -> dict[str, dict[int, PseudoTargets]]:
-    """:func:`pseudo_targets` of several variants of one method, from one pass over the folds.
-
-    Variants share their probes (and random streams), so each fold's pseudo-targets are
-    asked once and every variant's estimate is read from the same answers: the same
-    numbers as one variant at a time, for the cost of one. The folds run on the workers of
-    the caller's joblib configuration (a simulation's), with the same numbers on any number.
-    """
+    """:func:`pseudo_targets` of several variants of one method, which share their probes, from one pass over
+    the folds, on the caller's joblib workers: the numbers of one variant at a time, for the cost of one."""
     if len({s.base for s in specs}) != 1:
         raise TailoredBenchError(
             f"pseudo-targets of one method's variants at a time, got {', '.join(s.name for s in specs)}"
@@ -112,9 +87,7 @@ def pseudo_targets_of(
     if repeats is None:
         repeats = max(REPEATS, -(-MIN_ERRORS // n_sources))
     budgets = sorted(int(b) for b in budgets)
-    # Folds that keep the same sources share one preparation. The groups run in parallel, each
-    # fold with its own random key, and are read back in fold order; the run cache is the one
-    # this process names, whatever the workers' environment.
+    # folds that keep the same sources share one preparation; the run cache is this process's
     groups = folds_by_kept(n_sources, folds, repeats, seed)
     cache = run_cache.folder()
     done = Parallel()(
@@ -133,47 +106,30 @@ def pseudo_targets_of(
 
 
 def _folds(specs, pseudo_source, held, budgets, seed, cache) -> list[dict]:
-    """The folds that keep ``pseudo_source``, prepared once and run together: ``held`` is each one's
-    (pseudo-targets, index).
-
-    Per fold, per method and budget: (errors, estimates, unlikeness, item counts) of its pseudo-targets.
-    """
+    """The folds that keep ``pseudo_source`` (``held``: each one's pseudo-targets and index), prepared once:
+    per fold, method and budget, its pseudo-targets' (errors, estimates, unlikeness, item counts)."""
     impl, options, variants = specs[0].method, specs[0].options, [s.variant for s in specs]
     prepared = impl.prepare(pseudo_source, budgets, seed=seed, cache=cache, variants=variants, **options)
     oracles = [{b: Oracle(target, budget=b) for b in budgets} for target, _ in held]
     keys = [(seed, rng.PSEUDO_RUN + i) for _, i in held]
     found = impl.run(prepared, pseudo_source, oracles, keys, variants=variants, **options)
-    return [
-        _fold_parts(
-            [s.name for s in specs],
-            pseudo_source,
-            target,
-            budgets,
-            fold_oracles,
-            {s.name: by_variant[s.variant] for s in specs},
-        )
-        for (target, _), fold_oracles, by_variant in zip(held, oracles, found, strict=True)
-    ]
-
-
-def _fold_parts(methods, pseudo_source, pseudo_target, budgets, oracles, estimates) -> dict:
-    """One fold's (errors, estimates, unlikeness, item counts) per method and budget, from its oracles' answers."""
-    truth = pseudo_target.mean(axis=1)
-    parts: dict[str, dict] = {m: {} for m in methods}
-    for b in budgets:
-        revealed = revealed_unlikeness(pseudo_source, oracles[b])
-        for m in methods:
-            estimate = np.asarray(estimates[m][b], dtype=float)
-            parts[m][b] = (np.abs(estimate - truth), estimate, *revealed)
+    parts = []
+    for (target, _), fold_oracles, by_variant in zip(held, oracles, found, strict=True):
+        truth = target.mean(axis=1)
+        fold: dict[str, dict] = {s.name: {} for s in specs}
+        for b in budgets:
+            revealed = revealed_unlikeness(pseudo_source, fold_oracles[b])
+            for s in specs:
+                estimate = np.asarray(by_variant[s.variant][b], dtype=float)
+                fold[s.name][b] = (np.abs(estimate - truth), estimate, *revealed)
+        parts.append(fold)
     return parts
 
 
 def scales(
     method: str | MethodSpec, source: np.ndarray, budgets: Sequence[int], level: float = LEVEL, **kwargs
 ) -> dict:
-    """``{budget: q}`` for ``method`` on these sources: a target's half-width is ``q * difficulty``.
-
-    See :func:`pseudo_targets` for the keyword arguments.
-    """
+    """``{budget: q}`` for ``method`` on these sources (keywords as :func:`pseudo_targets`): a target's
+    half-width is ``q * difficulty``."""
     pseudo = pseudo_targets(method, source, budgets, **kwargs)
     return {b: p.quantile(level=level) for b, p in pseudo.items()}

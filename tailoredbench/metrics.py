@@ -22,8 +22,7 @@ def _scipy_tau(x, y) -> float:
 def per_run_metrics(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
     """MAE and Kendall's tau-b over the targets, per ``keys`` (by default method and budget) and run.
 
-    A run whose estimates are all equal has an undefined tau; it counts as 0, as in
-    the paper's code. A NaN estimate makes its run's MAE NaN: it is not skipped.
+    An undefined tau (all estimates equal) counts as 0, as in the paper's code; a NaN estimate is not skipped.
     """
     by = [*keys, "run"]
     # Groups in the order groupby(sort=True) gives them; rows keep their order within a group.
@@ -38,11 +37,7 @@ def per_run_metrics(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
         x, y = true[start:end], estimate[start:end]
         tau = kendall_tau_b(x, y) if end - start <= PAIRWISE_LIMIT else _scipy_tau(x, y)
         rows.append(
-            {
-                **label,
-                "mae": float(np.mean(np.abs(y - x))),
-                "kendall_tau": 0.0 if np.isnan(tau) else float(tau),
-            }
+            {**label, "mae": float(np.mean(np.abs(y - x))), "kendall_tau": 0.0 if np.isnan(tau) else float(tau)}
         )
         start = end
     return pd.DataFrame(rows, columns=[*by, "mae", "kendall_tau"])
@@ -52,15 +47,7 @@ def per_run_metrics(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
     """Kendall's tau-b of two equally long samples; NaN if either is constant or holds a NaN.
 
-    Counts the pairs directly and ends with the same arithmetic as
-    :func:`scipy.stats.kendalltau`, so the value is the same to the bit; a test compares
-    them. Without the p-value it is much faster for a few hundred targets; the pairs grow as
-    n^2, hence :data:`PAIRWISE_LIMIT`.
-
-    Examples
-    --------
-    >>> round(kendall_tau_b(np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, 3.0, 2.0, 4.0])), 4)
-    0.6667
+    Counts the pairs, ending with :func:`scipy.stats.kendalltau`'s arithmetic (the same value to the bit).
     """
     n = len(x)
     for i in range(n):
@@ -103,7 +90,6 @@ def summarize(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
     )
     summary = summary.reset_index()
     if "interval_low" in results:
-        # coverage over all targets and runs: the share of true accuracies inside their interval
         extra = (
             results.assign(covered=covered(results), width=results["interval_high"] - results["interval_low"])
             .groupby(keys, sort=False)[["covered", "width"]]

@@ -11,18 +11,9 @@ from .errors import TailoredBenchError
 
 
 class Oracle:
-    """Reveals target results item by item and records what was asked.
+    """Reveals target results (``values``, targets x items) item by item and records what was asked.
 
-    Every method in a simulation sees the targets only through an oracle, so what
-    it measures is what a user with a real model can do: a method that asks for
-    more than ``budget`` distinct items of a target fails loudly.
-
-    Parameters
-    ----------
-    values : ndarray of shape (n_targets, n_items)
-        The targets' full 0/1 results (hidden from the method).
-    budget : int, optional
-        Most distinct items any target may be asked; ``None`` for no limit.
+    Methods see targets only through an oracle, which refuses more than ``budget`` distinct items of one.
 
     Examples
     --------

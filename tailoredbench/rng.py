@@ -1,9 +1,7 @@
 """Every random stream of the package, named in one place.
 
-Each random choice draws from its own stream, ``numpy.random.default_rng([*key, *tail])``
-with ``key = (seed, run)``: results then depend neither on the order in which work is
-done nor on the number of workers. The integers below are part of every published
-number; changing one changes them all.
+Each random choice draws from its own stream, ``default_rng([*key, *tail])`` with ``key = (seed, run)``,
+whatever the order of the work or the number of workers. Changing an integer below changes every number.
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ from .errors import TailoredBenchError
 G_SET = 0
 #: TailoredBench: a target's N-set, ``(*key, N_SET, target, budget)``.
 N_SET = 1
-#: Baselines, ``(*key, stream, budget)``: Random and random+regression share one stream, so in a given
-#: run they see the same random items (a paired comparison).
+#: Baselines, ``(*key, stream, budget)``: Random and random+regression share one stream (a paired comparison).
 RANDOM_ITEMS = 0
 ANCHOR_POINTS = 2
 GP_IRT_ANCHORS = 3
@@ -39,22 +36,13 @@ FIGURE_JITTER = 0
 
 
 def stream(key: Sequence[int], *tail: int) -> np.random.Generator:
-    """The generator of one stream: ``default_rng([*key, *tail])``.
-
-    Examples
-    --------
-    >>> int(stream((0, 1), N_SET, 3, 30).integers(100)) == int(np.random.default_rng([0, 1, 1, 3, 30]).integers(100))
-    True
-    """
+    """The generator of one stream: ``default_rng([*key, *tail])``."""
     return np.random.default_rng([*key, *tail])
 
 
 def as_key(random_state) -> tuple[int, ...]:
-    """The integer key behind a ``random_state``: an int, a sequence of ints, a Generator or ``None``.
-
-    An int ``s`` is the key ``(s, 0)``, run 0 of a simulation seeded by ``s``; a sequence
-    is taken as it is; a Generator gives one draw (so it advances, as in scikit-learn);
-    ``None`` draws fresh entropy.
+    """The integer key behind a ``random_state``: an int ``s`` is ``(s, 0)``, run 0 of a simulation seeded by
+    ``s``; a sequence of ints is taken as it is; a Generator gives one draw; ``None``, fresh entropy.
 
     Examples
     --------

@@ -1,28 +1,10 @@
 """Per-run work kept on disk, so that what one notebook computed the next one reads.
 
-A simulation's costly part is choosing each target's probe (two K-Medoids per target
-and budget), and for gp-IRT each run's anchors (KMeans). The same choices recur:
-TailoredBench+ asks exactly TailoredBench's probe, the sequential mode runs both methods
-on the same growing probes, ``beyond`` repeats the benchmark notebooks' gp-IRT runs, and
-a rerun repeats every run. When ``$TAILOREDBENCH_RUN_CACHE`` names a folder, each run's
-chosen items are stored there, keyed by a sha256 of
-
-* the code: every module of this package, and the versions of Python, the machine, numpy,
-  scipy, numba, scikit-learn and pandas;
-* the data: the source models' results and the targets' (as the oracle holds them);
-* the parameters: the run's random key and every option that shapes the probe.
-
-A run found there is read instead of chosen again; anything else that depends on the
-items (each item's cluster, the estimates) is recomputed from them, the clusters checked
-against a digest kept with the items (:func:`tailoredbench.kmedoids.known_labels`), so a
-cached run gives the same numbers as a fresh one, to the digit. Unset or empty, the
-variable turns the cache off, as it is by default; ``tailoredbench reproduce`` sets it
-for the notebooks it runs. Each entry carries its key, so that one moved or copied to
-another's place is not trusted. An entry that is not a file, cannot be read, fails its
-hash, holds another key or has other shapes than expected is named in a
-:class:`~tailoredbench.errors.CacheWarning`, removed and computed again; a folder that
-cannot be written is named once and the runs go on without storing to it
-(:mod:`tailoredbench.cache`).
+When ``$TAILOREDBENCH_RUN_CACHE`` names a folder (off by default; ``tailoredbench reproduce`` sets it),
+each run's chosen items (TailoredBench's probes, gp-IRT's anchors) are stored there, keyed by a sha256
+of the code and numeric versions, the data and every parameter that shapes them. Whatever depends on
+the items is recomputed from them, the clusters checked against a digest kept with them, so a cached
+run gives the same numbers as a fresh one. A bad entry is dropped with a warning (:mod:`tailoredbench.cache`).
 """
 
 from __future__ import annotations
@@ -44,20 +26,14 @@ PACKAGE = Path(__file__).resolve().parent
 
 
 def folder() -> Path | None:
-    """The cache's folder, or None when the cache is off.
-
-    A method reads it where it is prepared, in the process that starts a simulation, and
-    hands it to the runs with the rest of its preparation: worker processes started
-    earlier, with another environment, cache where the simulation says.
-    """
+    """The cache's folder, or None when the cache is off (read where a method is prepared, then handed on)."""
     value = os.environ.get(ENV, "")
     return Path(value) if value else None
 
 
 @functools.cache
 def code_digest() -> str:
-    """A sha256 of every module of the package (by path and contents), and of the Python, machine,
-    numeric library versions and instructions that compute the probes (:func:`tailoredbench.environment.versions`)."""
+    """A sha256 of every module of the package and of :func:`tailoredbench.environment.versions`."""
     digest = hashlib.sha256(repr(sorted(versions().items())).encode())
     for path in sorted(PACKAGE.rglob("*.py")):
         digest.update(path.relative_to(PACKAGE).as_posix().encode())
@@ -80,8 +56,7 @@ def _update(digest, part) -> None:
 
 
 def _entry(root: Path | None, kind: str, parts) -> tuple[Path, str] | None:
-    """The path of the entry of ``kind`` for the key ``parts`` in the cache at ``root``, and its
-    key (kept inside it); None when the cache is off."""
+    """The path and key of the entry of ``kind`` for ``parts`` in the cache at ``root``; None when off."""
     if root is None:
         return None
     digest = hashlib.sha256(code_digest().encode())
@@ -91,10 +66,7 @@ def _entry(root: Path | None, kind: str, parts) -> tuple[Path, str] | None:
 
 
 def load(root: Path | None, kind: str, parts, shapes: Mapping[str, tuple]) -> dict | None:
-    """The entry of ``kind`` for the key ``parts`` in the cache at ``root`` (None: off), or None if there is none.
-
-    ``shapes`` lists every array the entry must hold, and its shape.
-    """
+    """The entry of ``kind`` for ``parts`` in the cache at ``root`` (None: off), of arrays of ``shapes``, or None."""
     entry = _entry(root, kind, parts)
     if entry is None:
         return None

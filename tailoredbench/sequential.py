@@ -1,16 +1,9 @@
 """Evaluate to a requested precision (beyond the paper): grow each target's probe until its interval is narrow.
 
-After the G-set and the native sources, the N-set is added in rounds of ``step``
-items; every item already asked stays in the probe (K-Medoids holds it fixed), so the
-probe only grows. After each round the target gets an estimate and an interval, and
-it stops at the first round whose interval's half-width is at most the requested
-``precision``, or at ``max_budget`` items. The interval and the stopping rule are
-calibrated together on source models playing targets
-(:class:`~tailoredbench.stopping.StoppingRule`); no target result chooses anything.
-
-:func:`simulate_rounds` runs every round for every target, once; :func:`stop` then
-applies the rule of any precision to those rounds, so several precisions cost one
-simulation.
+The N-set is added in rounds of ``step`` items, every item asked kept; a target stops at the first
+round whose half-width is at most ``precision``, or at ``max_budget`` items, by a rule calibrated on
+source models (:class:`~tailoredbench.stopping.StoppingRule`). :func:`simulate_rounds` runs every round
+once; :func:`stop` applies the rule of any precision to them.
 """
 
 from __future__ import annotations
@@ -36,28 +29,14 @@ FIXED_SHARE = 0.9
 class Sequential:
     """What :func:`stop` returns.
 
-    Attributes
-    ----------
-    results : pandas.DataFrame
-        One row per (run, method, target): ``true``, ``estimate``, ``interval_low``,
-        ``interval_high``, ``halfwidth``, ``items`` (asked in all) and ``precision_met``.
-    summary : pandas.DataFrame
-        Per method: MAE and Kendall's tau (mean and standard error over runs),
-        ``coverage`` and ``width`` of the intervals, ``items_mean``, ``items_p90``,
-        ``precision_met`` (the share of targets that reached the precision before the
-        maximum) and ``fixed_budget``: the smallest number of items whose fixed-budget
-        intervals reach the precision for :data:`FIXED_SHARE` of the targets (NaN if
-        none up to the maximum), with ``fixed_share`` at that budget.
-    rules : dict
-        Per method, the :class:`~tailoredbench.stopping.StoppingRule` used.
-    rounds : Simulation
-        Every round of every target (:func:`simulate_rounds`).
+    ``summary``'s ``fixed_budget`` is the fewest items whose fixed-budget intervals reach the precision
+    for :data:`FIXED_SHARE` of the targets (NaN if none up to the maximum), ``fixed_share`` its share.
     """
 
-    results: pd.DataFrame
-    summary: pd.DataFrame
-    rules: dict
-    rounds: Simulation
+    results: pd.DataFrame  # per (run, method, target): estimate, interval, halfwidth, items, precision_met
+    summary: pd.DataFrame  # per method: MAE, tau, coverage, width, items_mean, items_p90, precision_met, ...
+    rules: dict  # per method, the StoppingRule used
+    rounds: Simulation  # every round of every target (simulate_rounds)
 
 
 def simulate_rounds(
@@ -73,12 +52,9 @@ def simulate_rounds(
 ) -> Simulation:
     """Every round of the growing probe for every target and run, each with its fixed-budget interval.
 
-    A :func:`~tailoredbench.simulate.simulate` of ``methods`` with the growing probe
-    (option ``grow``) at the round budgets ``g_size + step``, ``+ 2 step``, ...
-    ``max_budget``, intervals at ``level`` on. Its ``calibration`` holds the source models
-    that played targets, round by round, on which :func:`stop` calibrates its rule.
-    Further keyword arguments (``runs``, ``seed``, ``n_jobs``, ``distance``, ``backend``, ...)
-    go to ``simulate``.
+    A :func:`~tailoredbench.simulate.simulate` of ``methods`` with option ``grow`` at the round budgets
+    ``g_size + step``, ``+ 2 step``, ... ``max_budget``, with intervals at ``level``; further keywords
+    (``runs``, ``seed``, ``n_jobs``, ``distance``, ...) go to it.
     """
     distance = kwargs.pop("distance", "manhattan")
     specs = parse_methods(methods, {"g_size": g_size, "distance": distance}, method_options)
@@ -96,19 +72,14 @@ def simulate_rounds(
 
 
 def stop(rounds: Simulation, precision: float) -> Sequential:
-    """Stop every target of ``rounds`` (:func:`simulate_rounds`) by the rule for ``precision``.
-
-    Per method the rule is calibrated on the source models that calibrated ``rounds``'
-    intervals (none of them a target); each target then stops at its first round whose
-    half-width is at most ``precision``, or at the last.
-    """
+    """Stop every target of ``rounds`` (:func:`simulate_rounds`) by the rule for ``precision``, calibrated
+    per method on the source models that calibrated ``rounds``' intervals."""
     budgets = tuple(rounds.settings["budgets"])
     level = rounds.settings["interval"]
     precision = check_precision(precision)
     frames, rows, rules = [], [], {}
     for method, table in rounds.results.groupby("method", sort=False):
-        rule = StoppingRule.calibrate(rounds.calibration[method], precision, level)
-        rules[method] = rule
+        rules[method] = rule = StoppingRule.calibrate(rounds.calibration[method], precision, level)
         # runs x targets x rounds, in the results' own order of targets
         table = table.sort_values(["run", "budget"], kind="stable")
         n_runs, n_rounds = table["run"].nunique(), len(budgets)
@@ -168,18 +139,15 @@ COVERAGE_GOAL = (0.85, 0.95)
 
 
 def precision_table(rounds_of: dict[str, Simulation], precisions: Sequence[float]) -> pd.DataFrame:
-    """Per benchmark and precision: the sequential mode's items, coverage and MAE beside the fixed budget's.
+    """Per benchmark (``rounds_of``: name -> :func:`simulate_rounds`) and precision: the sequential mode's
+    items, coverage and MAE beside the fixed budget's.
 
-    ``rounds_of`` maps a benchmark's name to its :func:`simulate_rounds` (one row per
-    method it ran). ``fixed_coverage`` is the mean coverage, over the rounds, of each
-    round's fixed-budget interval (no stopping). ``goal_met``: at least :data:`GOAL_SHARE`
-    of the targets reach the precision, with fewer items on average than the fixed budget
-    that brings :data:`FIXED_SHARE` of them there (or no fixed budget up to the maximum
-    does), and coverage within :data:`COVERAGE_GOAL`.
+    ``fixed_coverage``: the mean over rounds of each round's fixed-budget coverage. ``goal_met``: at least
+    :data:`GOAL_SHARE` of the targets reach the precision, with fewer items on average than the fixed
+    budget that brings :data:`FIXED_SHARE` there (or none does), and coverage within :data:`COVERAGE_GOAL`.
     """
     rows = []
     for name, rounds in rounds_of.items():
-        # each round's own fixed-budget interval, before any stopping: what the stopping rule starts from
         fixed_coverage = rounds.summary.groupby("method")["coverage"].mean()
         for precision in precisions:
             summary = stop(rounds, precision).summary
@@ -211,11 +179,8 @@ def precision_table(rounds_of: dict[str, Simulation], precisions: Sequence[float
 def followed(
     rounds: Simulation, precision: float, target: int, run: int = 0, method: str | None = None
 ) -> pd.DataFrame:
-    """One target's rounds: per round, the estimate, the rule's interval, and where the rule stops.
-
-    ``target`` is a position among the targets. Columns: ``budget``, ``estimate``,
-    ``low``, ``high``, ``halfwidth``, ``true``, ``stopped`` (the round the rule stops at).
-    """
+    """One target's (a position among the targets) rounds: per round, the estimate, the rule's interval
+    (``low``, ``high``, ``halfwidth``), ``true``, and ``stopped`` at the round the rule stops at."""
     method = method or rounds.settings["methods"][0]
     rule = StoppingRule.calibrate(rounds.calibration[method], precision, rounds.settings["interval"])
     table = rounds.results[(rounds.results["method"] == method) & (rounds.results["run"] == run)]

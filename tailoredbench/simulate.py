@@ -29,32 +29,14 @@ DEFAULT_BUDGETS = (20, 25, 30, 35, 40)
 
 @dataclass
 class Simulation:
-    """What :func:`simulate` returns.
+    """What :func:`simulate` returns."""
 
-    Attributes
-    ----------
-    results : pandas.DataFrame
-        Tidy: one row per (run, budget, method, target) with ``true`` and ``estimate``.
-    summary : pandas.DataFrame
-        Per (method, budget): mean and standard error over runs of the MAE and of
-        Kendall's tau-b between estimated and true accuracies of the targets.
-    benchmark : dict
-        Counts and provenance of the data.
-    settings : dict
-        The arguments, for ``metrics.json``.
-    seconds_per_run : dict
-        Per method, wall-clock seconds of one run (all budgets and targets).
-    calibration : dict
-        With intervals: per method and budget, the source models estimated as
-        targets that calibrated them (:class:`tailoredbench.intervals.PseudoTargets`).
-    """
-
-    results: pd.DataFrame
-    summary: pd.DataFrame
-    benchmark: dict
-    settings: dict
-    seconds_per_run: dict = field(default_factory=dict)
-    calibration: dict = field(default_factory=dict)
+    results: pd.DataFrame  # one row per (run, budget, method, target) with `true` and `estimate`
+    summary: pd.DataFrame  # per (method, budget): mean and standard error over runs of MAE and Kendall's tau-b
+    benchmark: dict  # counts and provenance of the data
+    settings: dict  # the arguments, for metrics.json
+    seconds_per_run: dict = field(default_factory=dict)  # per method, wall-clock seconds of one run
+    calibration: dict = field(default_factory=dict)  # with intervals: per method and budget, their PseudoTargets
 
 
 def _as_benchmark(benchmark) -> Benchmark:
@@ -103,23 +85,18 @@ def by_method(specs: Sequence[MethodSpec]) -> dict[str, list[MethodSpec]]:
 
 def _prepare(source, budgets, specs: Sequence[MethodSpec], seed: int) -> dict[str, dict]:
     """One preparation per method, told every variant its runs will ask for (e.g. to fit stacking weights)."""
-    return {
-        base: group[0].method.prepare(
-            source,
-            budgets,
-            seed=seed,
-            cache=run_cache.folder(),
-            variants=[s.variant for s in group],
-            **group[0].options,
+    prepared, cache = {}, run_cache.folder()
+    for base, group in by_method(specs).items():
+        variants = [s.variant for s in group]
+        prepared[base] = group[0].method.prepare(
+            source, budgets, seed=seed, cache=cache, variants=variants, **group[0].options
         )
-        for base, group in by_method(specs).items()
-    }
+    return prepared
 
 
 @contextmanager
 def dask_client(backend: str | None, scheduler: str | None, n_jobs: int):
-    """The dask client the runs go through: one connected to ``scheduler`` (``"local"``: a
-    cluster of ``n_jobs`` processes on this machine) or, without it, the current one."""
+    """The dask client of ``scheduler`` (``"local"``: a cluster of ``n_jobs`` processes here), else the current one."""
     if backend != "dask":
         yield None
         return
@@ -136,9 +113,7 @@ def dask_client(backend: str | None, scheduler: str | None, n_jobs: int):
         return
     with ExitStack() as stack:
         if scheduler == "local":
-            # Its worker processes are started with MALLOC_TRIM_THRESHOLD_, OMP_NUM_THREADS and
-            # more set in this process's environment, for good; it is put back as it was when the
-            # cluster closes, so that processes this one starts later do not inherit them.
+            # its workers start with variables set in this process's environment for good: put back at close
             stack.callback(_restore_environment, dict(os.environ))
             cluster = stack.enter_context(
                 distributed.LocalCluster(
@@ -169,16 +144,13 @@ def _exact_where_all_seen(estimates, oracle: Oracle) -> np.ndarray:
     return estimates
 
 
-#: Runs given to a worker at once: a method may share work between them (TailoredBench computes
-#: the item distances of a native-source list once for all the runs that meet it).
+#: Runs given to a worker at once: a method may share work between them (TailoredBench's item distances).
 RUNS_PER_TASK = 10
 
 
 def run_chunks(runs: int, workers: int) -> list[range]:
-    """The runs ``0 .. runs - 1`` as tasks of up to :data:`RUNS_PER_TASK` runs.
-
-    With several workers a task takes at most half of a worker's share of the runs left,
-    so tasks shrink towards the end and no worker waits long for another's last one.
+    """The runs ``0 .. runs - 1`` as tasks of up to :data:`RUNS_PER_TASK` runs; with several workers, at most
+    half a worker's share of the runs left, so that no worker waits long for another's last task.
 
     Examples
     --------
@@ -194,11 +166,8 @@ def run_chunks(runs: int, workers: int) -> list[range]:
 
 
 def _some_runs(runs, specs, prepared, source, target, budgets, seed, with_difficulty=False):
-    """Every method on the runs ``runs``: (run, rows, seconds, hardness) for each, in order.
-
-    A run's numbers do not depend on which runs it is computed with; its seconds are
-    its method's time over the runs given, per run.
-    """
+    """Every method on the runs ``runs``: (run, rows, seconds, hardness) for each, in order; the seconds are
+    per run, over the runs given."""
     keys = [(seed, run) for run in runs]
     rows: list[dict] = [{} for _ in runs]
     hardness: list[dict] = [{} for _ in runs]
@@ -218,17 +187,12 @@ def _some_runs(runs, specs, prepared, source, target, budgets, seed, with_diffic
         if with_difficulty:  # what each target's interval scales with (tailoredbench.intervals)
             for i, run_oracles in enumerate(oracles):
                 revealed = [revealed_unlikeness(source, run_oracles[b]) for b in budgets]
+                # a target asked every item has its exact accuracy: its interval is that point
+                exact = [run_oracles[b].spent() == run_oracles[b].n_items for b in budgets]
                 for spec in group:
+                    parts = zip(rows[i][spec.name], revealed, exact, strict=True)
                     hardness[i][spec.name] = np.vstack(
-                        [
-                            # a target asked every item has its exact accuracy: its interval is that point
-                            np.where(
-                                run_oracles[b].spent() == run_oracles[b].n_items,
-                                0.0,
-                                conformal.difficulty(rows[i][spec.name][j], *revealed[j]),
-                            )
-                            for j, b in enumerate(budgets)
-                        ]
+                        [np.where(e, 0.0, conformal.difficulty(r, *u)) for r, u, e in parts]
                     )
     return [(run, rows[i], seconds, hardness[i]) for i, run in enumerate(runs)]
 
@@ -254,41 +218,27 @@ def simulate(
     Parameters
     ----------
     benchmark : str, Benchmark or (source, target)
-        A registered benchmark name, a loaded :class:`Benchmark`, or a pair of
-        response matrices (arrays or :class:`ResponseMatrix`).
+        A registered benchmark name, a loaded :class:`Benchmark`, or a pair of response matrices.
     methods : sequence of str
         Names from :data:`tailoredbench.methods.METHODS`.
     budgets : sequence of int
         Items each target answers (for TailoredBench, G-set included).
     runs : int
         Repetitions; run ``r`` is seeded by ``(seed, r)``.
-    seed : int
     n_jobs : int
         joblib workers; the results are identical whatever their number.
     g_size, distance
         TailoredBench's settings, given to every method that declares them.
     method_options : dict, optional
-        Further options for every method, e.g. ``{"calibrate": False}`` or
-        ``{"n_native": 20}`` for TailoredBench; an option that a method does not
-        declare is an error naming those it does.
+        Further options for every method, e.g. ``{"calibrate": False}`` for TailoredBench.
     interval : float, optional
-        A level such as 0.9: every estimate gets an interval calibrated on the source
-        models (:mod:`tailoredbench.intervals`); ``results`` gains ``interval_low``
-        and ``interval_high`` and ``summary`` the empirical ``coverage`` and mean
-        ``width``.
+        A level such as 0.9: every estimate gets an interval calibrated on the source models;
+        ``results`` gains ``interval_low`` and ``interval_high``, ``summary`` ``coverage`` and ``width``.
     backend : {None, "loky", "threading", "dask"}
-        The joblib backend; ``None`` is joblib's default (processes). With ``"dask"``
-        the runs go to a dask cluster: ``scheduler``'s, else the current
-        ``distributed.Client``'s. The numbers are the same as on one machine.
-    scheduler : str, optional
-        With ``backend="dask"``: the address of a dask scheduler, e.g.
-        ``"tcp://10.0.0.5:8786"``, or ``"local"`` for a cluster of ``n_jobs`` processes here.
+        The joblib backend (``None``: joblib's default, processes); ``"dask"`` runs on the cluster of
+        ``scheduler`` (an address, or ``"local"`` for ``n_jobs`` processes here), else the current client's.
     progress : bool
         Show a tqdm progress bar.
-
-    Returns
-    -------
-    Simulation
 
     Examples
     --------
@@ -361,7 +311,7 @@ def simulate(
 
 
 def _tidy(outputs, budgets, models: list, truth: np.ndarray) -> pd.DataFrame:
-    """One row per run, method, budget and target, in that order: the columns built whole, not frame by frame."""
+    """One row per run, method, budget and target, in that order."""
     blocks = [
         (run, budget, name, block[i], hardness[name][i] if name in hardness else None)
         for run, rows, _, hardness in outputs
@@ -388,7 +338,7 @@ def _calibration(specs, source, budgets, seed, prepared) -> dict:
     """``{method: {budget: PseudoTargets}}``: the source models estimated as targets that calibrate the intervals."""
     calibration = {}
     for base, group in by_method(specs).items():
-        # fitted combination weights (TailoredBench+) are reused in the folds rather than refitted in each
+        # TailoredBench+'s fitted weights are reused in the folds, not refitted
         if "weights" in prepared[base]:
             group = [
                 replace(s, options=MappingProxyType({**s.options, "weights": prepared[base]["weights"]})) for s in group

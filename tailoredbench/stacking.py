@@ -1,21 +1,11 @@
-"""TailoredBench+'s arithmetic: single estimates of a target from its probe, and their combination.
+"""TailoredBench+'s arithmetic (beyond the paper): single estimates of a target from its probe, combined.
 
-Beyond the paper. The probe is TailoredBench's; only the last step changes. The
-calibrated estimate uses the target's result on each medoid for that medoid's cluster
-alone. Three more estimates err in other ways:
-
-* a ridge regression, fitted on the source models, from their results on the target's
-  probe items to their full-benchmark accuracy (Zhang et al., *How Benchmark Prediction
-  from Fewer Data Misses the Mark*, 2025, on tailored rather than random items), each
-  source weighted by its agreement with the target on those items;
-* the accuracy of the sources that agree most with the target on the probe
-  (a kernel-weighted nearest-neighbour mean, Nadaraya-Watson);
-* the target's own probe results weighted by cluster size (the uncalibrated estimate):
-  nearly unbiased but noisy, where the others borrow strength from the sources.
-
-``"stacked"`` is their convex combination (stacked generalisation: Wolpert, *Neural
-Networks* 1992; Breiman, *Machine Learning* 1996), with weights fitted on source models
-only (:func:`tailoredbench.methods.tailored_plus.stack_weights`).
+Besides the calibrated estimate: a ridge regression from the sources' results on the probe items to
+their accuracy, each source weighted by its agreement with the target (Zhang et al., *How Benchmark
+Prediction from Fewer Data Misses the Mark*, 2025, on tailored items); the accuracy of the sources that
+agree most with the target (Nadaraya-Watson); and the uncalibrated estimate. ``"stacked"`` is their
+convex combination (stacked generalisation: Wolpert 1992; Breiman 1996), its weights fitted on source
+models only (:func:`tailoredbench.methods.tailored_plus.stack_weights`).
 """
 
 from __future__ import annotations
@@ -38,21 +28,16 @@ VARIANTS = (*ESTIMATES, *MIXES, "stacked")
 DEFAULT_VARIANT = "stacked"
 #: Ridge penalty on the probe items' coefficients (an intercept is not penalised).
 ALPHA = 3.0
-#: Regression weights ``exp(-disagreements / (budget * BANDWIDTH))``: a source that
-#: disagrees with the target on a fifth of the probe weighs 1/e as much as one that
-#: agrees on all of it.
+#: Regression weights ``exp(-disagreements / (budget * BANDWIDTH))``: 1/e for a fifth of the probe.
 BANDWIDTH = 0.2
-#: Neighbour weights ``exp(-2 * extra disagreements)``: close to the mean accuracy of
-#: the sources that agree best with the target.
+#: Neighbour weights ``exp(-2 * extra disagreements)``.
 NEIGHBOUR_BANDWIDTH = 0.5
 #: Grid step of the stacking weights on the simplex.
 STACK_STEP = 0.05
 
 
 def agreement_weights(disagreements: np.ndarray, bandwidth: float) -> np.ndarray:
-    """Each source's weight from ``d``, its disagreements with the target on the probe items.
-
-    ``exp(-(d - min d) / bandwidth)``.
+    """Each source's weight ``exp(-(d - min d) / bandwidth)`` from ``d``, its disagreements with the target.
 
     Examples
     --------
@@ -63,15 +48,7 @@ def agreement_weights(disagreements: np.ndarray, bandwidth: float) -> np.ndarray
 
 
 def weighted_ridge(X: np.ndarray, y: np.ndarray, weights: np.ndarray, alpha: float = ALPHA) -> tuple[np.ndarray, float]:
-    """Ridge regression with sample weights (normalised to sum to the sample count).
-
-    Examples
-    --------
-    >>> X = np.array([[0.0], [1.0], [2.0]])
-    >>> coef, intercept = weighted_ridge(X, 3 * X[:, 0], np.ones(3), alpha=0.0)
-    >>> round(float(coef[0]), 6), round(intercept, 6)
-    (3.0, 0.0)
-    """
+    """Ridge regression with sample weights (normalised to sum to the sample count)."""
     w = weights * (len(y) / weights.sum())
     x_mean, y_mean = w @ X / len(y), w @ y / len(y)
     Xc = X - x_mean
@@ -89,16 +66,8 @@ def components(
 ) -> dict[str, float]:
     """Single estimates of one target from its probe results (see the module notes).
 
-    Parameters
-    ----------
-    source : ndarray of shape (n_sources, n_items)
-    accuracy : ndarray of shape (n_sources,)
-        ``source.mean(axis=1)``.
-    native_mean, probe, results
-        As for :func:`~tailoredbench.tailored.calibrated_estimate`.
-    names : sequence of str, default :data:`ESTIMATES`
-        The estimates to compute (:func:`needed` gives those of some variants); the
-        others are skipped, which changes none of these.
+    ``accuracy`` is ``source.mean(axis=1)``; ``native_mean``, ``probe`` and ``results`` are as for
+    :func:`~tailoredbench.tailored.calibrated_estimate`; ``names`` the estimates to compute (:func:`needed`).
 
     Examples
     --------
@@ -159,14 +128,7 @@ def combine(parts: Mapping[str, float], variant: str, weights=None) -> float:
 
 
 def simplex_weights(estimates: np.ndarray, truth: np.ndarray, step: float = STACK_STEP) -> np.ndarray:
-    """The convex weights (a grid of ``step``) with the lowest mean absolute error; ties to the earlier grid point.
-
-    Examples
-    --------
-    >>> truth = np.array([0.2, 0.4, 0.6])
-    >>> simplex_weights(np.column_stack([truth, truth + 0.1]), truth).tolist()
-    [1.0, 0.0]
-    """
+    """The convex weights (a grid of ``step``) with the lowest mean absolute error; ties to the earlier grid point."""
     n = estimates.shape[1]
     steps = round(1 / step)
     grid = np.array([c for c in itertools.product(range(steps + 1), repeat=n) if sum(c) == steps]) / steps
@@ -178,15 +140,7 @@ RIDGE_ALPHA = 10.0  #: random+regression's penalty (Zhang et al., 2025)
 
 
 def ridge(X: np.ndarray, y: np.ndarray, alpha: float = RIDGE_ALPHA) -> tuple[np.ndarray, float]:
-    """Ridge regression with an unpenalised intercept: ``(coef, intercept)``.
-
-    Examples
-    --------
-    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
-    >>> coef, intercept = ridge(X, 2 * X[:, 0] + 1, alpha=0.0)
-    >>> np.round(coef, 6).tolist(), round(intercept, 6)
-    ([2.0], 1.0)
-    """
+    """Ridge regression with an unpenalised intercept: ``(coef, intercept)``."""
     x_mean, y_mean = X.mean(axis=0), y.mean()
     Xc = X - x_mean
     coef = np.linalg.solve(Xc.T @ Xc + alpha * np.eye(X.shape[1]), Xc.T @ (y - y_mean))

@@ -1,7 +1,6 @@
 """The sequential mode's stopping rule: rounds of items until a target's interval is narrow enough.
 
-Used by the simulation of the precision mode (:mod:`tailoredbench.sequential`) and by
-real use (:meth:`tailoredbench.estimator.TailoredBench.stopping_rule`), so it sits below both.
+Below both its simulation (:mod:`tailoredbench.sequential`) and real use (:mod:`tailoredbench.estimator`).
 """
 
 from __future__ import annotations
@@ -13,8 +12,7 @@ import numpy as np
 from .conformal import LEVEL
 from .errors import TailoredBenchError, check_integer
 
-#: The sequential mode's defaults: items added per round (the size its issue proposed, not
-#: tuned) and the most items a target is asked.
+#: The sequential mode's defaults (not tuned): items added per round, and the most items a target is asked.
 ROUND_SIZE = 5
 MAX_BUDGET = 120
 #: Grid step and largest value of the stopping rule's factor (:meth:`StoppingRule.calibrate`).
@@ -23,13 +21,7 @@ MAX_FACTOR = 100.0
 
 
 def round_budgets(g_size: int, step: int, max_budget: int) -> tuple[int, ...]:
-    """The probe's size after each round of the sequential mode: ``g_size + step``, ``+ 2 step``, ... ``max_budget``.
-
-    Examples
-    --------
-    >>> round_budgets(10, 5, 32)
-    (15, 20, 25, 30, 32)
-    """
+    """The probe's size after each round of the sequential mode: ``g_size + step``, ``+ 2 step``, ... ``max_budget``."""
     g_size, step = check_integer(g_size, "g_size", 1), check_integer(step, "round size", 1)
     max_budget = check_integer(max_budget, "max budget")
     if max_budget <= g_size:
@@ -47,14 +39,7 @@ def check_precision(precision) -> float:
 
 
 def stopping_round(halfwidths: np.ndarray, precision: float) -> np.ndarray:
-    """Per row of ``halfwidths`` (targets x rounds): the first round whose half-width is at most
-    ``precision``, else the last.
-
-    Examples
-    --------
-    >>> stopping_round(np.array([[0.2, 0.1, 0.05], [0.3, 0.2, 0.2]]), 0.1).tolist()
-    [1, 2]
-    """
+    """Per row of ``halfwidths`` (targets x rounds): the first round at most ``precision``, else the last."""
     met = np.asarray(halfwidths) <= precision
     return np.where(met.any(axis=1), met.argmax(axis=1), met.shape[1] - 1)
 
@@ -63,27 +48,14 @@ def stopping_round(halfwidths: np.ndarray, precision: float) -> np.ndarray:
 class StoppingRule:
     """When the sequential mode stops, and the interval it then reports, calibrated on source models.
 
-    After round ``r`` (``budgets[r]`` items) a target's interval is ``estimate +/-
-    factor * q[r] * difficulty``: ``q[r]`` is the fixed-budget conformal quantile at that
-    budget and ``factor`` corrects it for stopping at the first round whose half-width is
-    at most ``precision``. Stopping when an interval first looks narrow favours
-    intervals that are too narrow by chance (optional stopping), so ``factor`` is
-    calibrated on the stopping rule itself: source models playing targets are stopped by
-    it, and ``factor`` is the smallest (on a grid of :data:`FACTOR_STEP`) whose intervals
-    at their stopping rounds cover at least a ``level`` share of them (the conformal
-    rank, as in :func:`tailoredbench.conformal.conformal_halfwidth`).
-
-    Attributes
-    ----------
-    budgets : tuple of int
-        The probe's size after each round.
-    q : tuple of float
-        The fixed-budget quantile at each round.
-    factor : float
-    precision, level : float
+    After round ``r`` (``budgets[r]`` items) a target's interval is ``estimate +/- factor * q[r] * difficulty``,
+    ``q[r]`` the fixed-budget conformal quantile. Stopping when an interval first looks narrow favours
+    intervals too narrow by chance (optional stopping), so ``factor`` is the smallest (on a grid of
+    :data:`FACTOR_STEP`) whose intervals cover, at their stopping rounds, a ``level`` share (the conformal
+    rank) of source models playing targets.
     """
 
-    budgets: tuple[int, ...]
+    budgets: tuple[int, ...]  # the probe's size after each round
     q: tuple[float, ...]
     factor: float
     precision: float
@@ -99,8 +71,7 @@ class StoppingRule:
         scales = q * np.column_stack([pseudo[b].difficulty for b in budgets])
         rank = min(int(np.ceil((len(errors) + 1) * level)), len(errors))
         rows = np.arange(len(errors))
-        # beyond the cap every half-width exceeds the precision, all stop at the last
-        # round and coverage only grows with the factor: the search ends by then
+        # beyond the cap all stop at the last round and coverage only grows with the factor
         with np.errstate(divide="ignore", invalid="ignore"):
             cap = max(precision / scales.min(), float(np.nanmax(errors[:, -1] / scales[:, -1])))
         cap = min(cap, MAX_FACTOR) + FACTOR_STEP

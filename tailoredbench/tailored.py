@@ -1,21 +1,15 @@
 """TailoredBench (Yuan et al., ACL 2025): a tailored probe set for each target model.
 
-*Beyond One-Size-Fits-All: Tailored Benchmarks for Efficient Evaluation*,
-arXiv:2502.13576. Four steps, each a function here:
+*Beyond One-Size-Fits-All: Tailored Benchmarks for Efficient Evaluation*, arXiv:2502.13576, in four steps:
 
-1. :func:`g_set` -- K-Medoids on items embedded by z-scored source correctness picks a
-   small global probe set (the G-set).
-2. :func:`native_sources` -- every model answers the G-set; a target keeps the source
-   models closest to it, their number set by the mean pairwise distance.
-3. :func:`n_set` -- K-Medoids on items embedded by the target's native sources, with
-   the G-set held fixed, extends the probe to the full budget (the N-set).
-4. :func:`calibrated_estimate` -- per cluster, the target's result on the medoid
-   rescales the native sources' mean on every member item.
+1. :func:`g_set` -- K-Medoids on items embedded by the sources' correctness picks a global probe set (the G-set).
+2. :func:`native_sources` -- every model answers the G-set; a target keeps the sources closest to it.
+3. :func:`n_set` -- K-Medoids on items embedded by the target's native sources, the G-set held fixed,
+   extends the probe to the full budget (the N-set).
+4. :func:`calibrated_estimate` -- per cluster, the target's result on the medoid rescales the native
+   sources' mean on every member item.
 
-:class:`Probe` holds what one model is asked (G-set and N-set items) and how its
-answers are read (its native sources, each item's cluster). The estimator for real use
-is :class:`tailoredbench.estimator.TailoredBench`; the simulation's method is
-:mod:`tailoredbench.methods.tailoredbench`. Everything here is numpy only.
+:class:`Probe` holds what one model is asked and how its answers are read.
 """
 
 from __future__ import annotations
@@ -40,34 +34,11 @@ def g_set(
     random_state=None,
     points: BinaryPoints | None = None,
 ) -> np.ndarray:
-    """The G-set: ``g_size`` medoid items of the source models' correctness.
+    """The G-set, sorted: ``g_size`` medoid items of the source models' correctness.
 
-    Items are embedded by the source models' results, each source model's column
-    z-scored across items; K-Medoids (FasterPAM, random start) picks the medoids.
-
-    Parameters
-    ----------
-    source : ndarray of shape (n_sources, n_items)
-        Source models' 0/1 results.
-    g_size : int, default 10
-    distance : {"manhattan", "euclidean", "cosine", "correlation"}
-    random_state : int, sequence of int, Generator or None
-        Seeds the initial medoids.
-    points : BinaryPoints, optional
-        Precomputed ``binary_points(source.T, distance)``; it depends only on the
-        source models, so a simulation computes it once for all runs.
-
-    Returns
-    -------
-    ndarray of int
-        Sorted item indices.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> source = (rng.random((8, 30)) < 0.5).astype(float)
-    >>> g_set(source, 4, random_state=0).shape
-    (4,)
+    Items are embedded by the source models' results, each source's column z-scored across items;
+    K-Medoids (FasterPAM) starts from medoids drawn with ``random_state``. ``points``: a precomputed
+    ``binary_points(source.T, distance)``, computed once for all runs by a simulation.
     """
     if points is None:
         points = binary_points(np.asarray(source, dtype=float).T, check_distance(distance))
@@ -80,36 +51,12 @@ def g_set(
 def native_sources(
     g_source: np.ndarray, g_target: np.ndarray, *, distance: str = "manhattan"
 ) -> tuple[int, np.ndarray]:
-    """Each target's native source models, by agreement on the G-set.
+    """Each target's native source models by agreement on the G-set: ``(n_native, neighbours)``.
 
-    All models (sources and targets) are embedded by their G-set results, each G-set
-    item z-scored across all models. The threshold is the mean distance over all
-    pairs of models; ``n_native`` is the floor of the mean, over targets, of the
-    number of sources within the threshold (``<=``), and each target keeps its
-    ``n_native`` nearest sources (ties to the lower index).
-
-    Called with a single target row this is the *single-target mode* for real use:
-    the threshold then comes from the sources and that one target only.
-
-    Parameters
-    ----------
-    g_source : ndarray of shape (n_sources, g_size)
-    g_target : ndarray of shape (n_targets, g_size)
-    distance : {"manhattan", "euclidean", "cosine", "correlation"}
-
-    Returns
-    -------
-    n_native : int
-        At least 1.
-    neighbours : ndarray of shape (n_targets, n_native)
-        Source indices, nearest first.
-
-    Examples
-    --------
-    >>> g_source = np.array([[1, 1, 0], [0, 0, 1], [1, 0, 0], [0, 1, 1]], dtype=float)
-    >>> n_native, neighbours = native_sources(g_source, np.array([[1, 1, 0]], dtype=float))
-    >>> n_native, neighbours.tolist()
-    (2, [[0, 2]])
+    The threshold is the mean distance (:func:`g_set_distances`) over all pairs of models; ``n_native``
+    (at least 1) is the floor of the mean, over targets, of the number of sources within it (``<=``),
+    and each target keeps its ``n_native`` nearest sources (``neighbours``, ties to the lower index).
+    With a single target row (real use), the threshold comes from the sources and that target only.
     """
     n_native, order = ranked_sources(g_source, g_target, distance=distance)
     return n_native, order[:, :n_native]
@@ -118,15 +65,9 @@ def native_sources(
 def g_set_distances(
     g_source: np.ndarray, g_target: np.ndarray, *, distance: str = "manhattan"
 ) -> tuple[np.ndarray, float]:
-    """Each target's distance to each source on the G-set, and the threshold: the mean over all pairs of models.
+    """Each target's distance to each source (targets x sources) and the mean over all pairs of models.
 
-    All models (sources and targets) are embedded by their G-set results, each G-set item
-    z-scored across all models.
-
-    Returns
-    -------
-    to_sources : ndarray of shape (n_targets, n_sources)
-    threshold : float
+    All models are embedded by their G-set results, each G-set item z-scored across all models.
     """
     g_source = np.atleast_2d(np.asarray(g_source, dtype=float))
     g_target = np.atleast_2d(np.asarray(g_target, dtype=float))
@@ -141,10 +82,8 @@ def g_set_distances(
 def ranked_sources(
     g_source: np.ndarray, g_target: np.ndarray, *, distance: str = "manhattan"
 ) -> tuple[int, np.ndarray]:
-    """The adaptive native-source count and *every* source per target, most consistent first.
-
-    :func:`native_sources` keeps the first ``n_native`` columns; the native-source
-    studies take other counts or bands of the same order.
+    """The adaptive native-source count and *every* source per target, most consistent first
+    (:func:`native_sources` keeps the first ``n_native``; the studies take other counts or bands).
 
     Examples
     --------
@@ -161,24 +100,12 @@ def ranked_sources(
 
 @dataclass(frozen=True, eq=False)
 class Probe:
-    """One model's probe: the items it answers and how its answers are read. Immutable.
+    """One model's probe: the items it answers and how its answers are read. Immutable."""
 
-    Attributes
-    ----------
-    g_set : ndarray of int
-        The G-set items, answered first by every model.
-    native_sources : ndarray of int
-        The model's native source models (indices into the sources), most consistent first.
-    n_set : ndarray of int
-        The items the N-set adds to the G-set.
-    labels : ndarray of int, one per benchmark item
-        The cluster of each item: a position in :attr:`items` (its medoid).
-    """
-
-    g_set: np.ndarray
-    native_sources: np.ndarray
-    n_set: np.ndarray
-    labels: np.ndarray
+    g_set: np.ndarray  # answered first by every model
+    native_sources: np.ndarray  # rows of the sources, most consistent first
+    n_set: np.ndarray  # the items the N-set adds
+    labels: np.ndarray  # each benchmark item's cluster: the position of its medoid in `items`
 
     def __post_init__(self):
         for name in ("g_set", "native_sources", "n_set", "labels"):
@@ -209,42 +136,15 @@ def n_set(
     sample: int = 0,
     asked=(),
 ) -> Probe:
-    """Extend the G-set to ``budget`` items by K-Medoids on the native sources' embedding.
+    """Extend the G-set to ``budget`` items (G-set included) by K-Medoids on the native sources' embedding.
 
-    Items are embedded by the native sources' results (each column z-scored across
-    items); the G-set medoids are held fixed and ``budget - len(g_set)`` free
-    medoids, the N-set, are chosen. Every item joins its nearest medoid, the G-set
-    first on ties.
+    Items are embedded by the native sources' results (each column z-scored across items); the G-set
+    medoids are held fixed and the N-set's chosen, starting from ``random_state``. Every item joins its
+    nearest medoid, the G-set first on ties.
 
-    ``asked`` grows a probe instead (the sequential mode, beyond the paper): N-set items
-    the target has already answered are held fixed too, after the G-set, and only
-    ``budget - len(g_set) - len(asked)`` new medoids are chosen, so that the probe of a
-    larger budget holds every item of the smaller one.
-
-    Parameters
-    ----------
-    source : ndarray of shape (n_sources, n_items)
-        The source models' 0/1 results.
-    native_sources : ndarray of int
-        The target's native sources (rows of ``source``), from :func:`native_sources`.
-    g_set : ndarray of int
-        The G-set.
-    budget : int
-        Total items the target answers, G-set included.
-    distance : {"manhattan", "euclidean", "cosine", "correlation"}
-    random_state : int, sequence of int, Generator or None
-        Seeds the initial free medoids.
-    points : BinaryPoints, optional
-        Precomputed ``binary_points(source[native_sources].T, distance)``, shared across budgets.
-    sample : int, default 0
-        0: exact K-Medoids. More: CLARA on samples of this many items, an approximation
-        for very large matrices (:func:`~tailoredbench.kmedoids.k_medoids_binary`).
-    asked : ndarray of int, optional
-        The N-set of a smaller probe of the same target (its :attr:`Probe.n_set`), kept.
-
-    Returns
-    -------
-    Probe
+    ``points``: a precomputed ``binary_points(source[native_sources].T, distance)``, shared across budgets;
+    ``sample`` > 0: CLARA on samples of that many items, for very large matrices; ``asked``: the N-set of a
+    smaller probe of the target, held fixed after the G-set, so that the probe grows (the sequential mode).
 
     Examples
     --------
@@ -268,12 +168,8 @@ def n_set(
 
 
 def chosen_probes(points: BinaryPoints, g_set: np.ndarray, native_sources: np.ndarray, chosen, digests) -> list[Probe]:
-    """The :class:`Probe` of each set of items :func:`n_set` chose before (G-set first), as it clustered the items.
-
-    ``points`` is the native sources' embedding that chose them; ``digests`` holds each
-    probe's :func:`~tailoredbench.kmedoids.label_digest` of its labels, which spares the
-    distances between all items (:func:`~tailoredbench.kmedoids.known_labels`).
-    """
+    """The :class:`Probe` of each set of items :func:`n_set` chose before (G-set first) on ``points``; their
+    ``digests`` (:func:`~tailoredbench.kmedoids.label_digest`) spare the distances between all items."""
     labels = known_labels(points, chosen, digests)
     return [
         Probe(g_set, native_sources, items[len(g_set) :], found) for items, found in zip(chosen, labels, strict=True)
@@ -281,21 +177,11 @@ def chosen_probes(points: BinaryPoints, g_set: np.ndarray, native_sources: np.nd
 
 
 def calibrated_estimate(native_mean: np.ndarray, probe: Probe, results: np.ndarray) -> float:
-    """The calibrated accuracy estimate of one target.
+    """The calibrated accuracy estimate of one target from its ``results`` on ``probe.items``.
 
-    For item ``i`` in the cluster of medoid ``c``:
-    ``min(1, (m_i + 0.5) * (y_c + 0.5) / (m_c + 0.5) - 0.5)``, with ``m`` the native
-    sources' mean correctness and ``y_c`` the target's result on the medoid; the
-    estimate is the mean over all items, kept in [0, 1]. (The 0.5 offsets keep the ratio
-    finite and each item is clipped above only, as in the paper's code; the mean can fall
-    below 0 for a target that fails most medoids, and an accuracy cannot.)
-
-    Parameters
-    ----------
-    native_mean : ndarray of shape (n_items,)
-    probe : Probe
-    results : ndarray of shape (probe.budget,)
-        The target's 0/1 results on ``probe.items`` (G-set, then N-set).
+    For item ``i`` in the cluster of medoid ``c``: ``min(1, (m_i + 0.5) * (y_c + 0.5) / (m_c + 0.5) - 0.5)``,
+    with ``m`` the native sources' mean correctness (``native_mean``) and ``y_c`` the target's result on
+    the medoid, as in the paper's code; the mean over all items is then kept in [0, 1].
 
     Examples
     --------
@@ -311,10 +197,7 @@ def calibrated_estimate(native_mean: np.ndarray, probe: Probe, results: np.ndarr
 
 
 def uncalibrated_estimate(probe: Probe, results: np.ndarray) -> float:
-    """The AnchorPoints-style estimate: the target's medoid results weighted by cluster size.
-
-    The "calibration off" arm of the paper's ablation: the native sources choose the
-    items but do not rescale them.
+    """The target's medoid results weighted by cluster size: the paper's "calibration off" ablation.
 
     Examples
     --------
@@ -335,10 +218,7 @@ def check_budget(budget: int, g_size: int, n_items: int) -> None:
 
 
 def native_rows(order: np.ndarray, count: int, offset: int = 0) -> np.ndarray:
-    """Columns ``offset .. offset + count`` of :func:`ranked_sources`' order: a consistency band.
-
-    ``offset=0`` keeps the ``count`` most consistent sources, as the method does.
-    """
+    """Columns ``offset .. offset + count`` of :func:`ranked_sources`' order: a consistency band."""
     if count < 1 or offset < 0 or offset + count > order.shape[1]:
         raise TailoredBenchError(
             f"native sources {offset}..{offset + count} are out of range for {order.shape[1]} source models"

@@ -1,13 +1,7 @@
 """The benchmarks of the paper, built from pinned upstream files, and each one's settings.
 
-:data:`SPECS` holds one :class:`BenchmarkSpec` per benchmark: how it is loaded and split,
-its default budgets, G-set size and model subsample, its description, the paper's
-values and its lm-eval task and metric. It is the only place a benchmark's settings
-are written; the notebooks, studies, CLI and lm-eval workflow read them from here.
-
-``load_benchmark(name)`` returns a :class:`Benchmark`: source models (full results
-known), target models (to be estimated), both over the same items, and a
-provenance record that notebooks print and write into ``metrics.json``.
+:data:`SPECS` is the only place a benchmark's settings are written (:class:`BenchmarkSpec`);
+:func:`load_benchmark` returns its source and target models and their provenance.
 """
 
 from __future__ import annotations
@@ -19,10 +13,10 @@ import numpy as np
 
 from ..errors import DataError, TailoredBenchError, check_integer
 from . import paper
-from .files import fetch, lookup
+from .files import fetch
 from .matrix import ResponseMatrix, distinct_rows, split_models, validate_binary
 from .pope import load_pope_matrix
-from .readers import read_csv_block, read_joblib, read_npy, read_zip_csv
+from .readers import file_records, read_csv_block, read_joblib, read_npy, read_zip_csv
 
 
 @dataclass(frozen=True)
@@ -49,22 +43,6 @@ class Benchmark:
         }
 
 
-def _files(*pairs: tuple[str, str]) -> list[dict]:
-    out = []
-    for repo, path in pairs:
-        entry = lookup(repo, path)
-        out.append(
-            {
-                "repo": entry.repo,
-                "commit": entry.commit,
-                "path": entry.path,
-                "sha256": entry.sha256,
-                "licence": entry.licence,
-            }
-        )
-    return out
-
-
 _GSM8K = "marvelcell/TailoredBench"
 _GSM8K_DIR = "BenchmarkDatasets/gsm8k"
 _ARC = "socialfoundations/benchmark-prediction"
@@ -78,15 +56,14 @@ def _gsm8k() -> tuple[ResponseMatrix, ResponseMatrix, dict]:
     parts = {}
     for role in ("source", "target"):
         path = f"{_GSM8K_DIR}/{role}_model_alldata_acc_0.npy"
-        local = fetch(_GSM8K, path)
-        values = read_npy(local)
+        values = read_npy(fetch(_GSM8K, path))
         models = tuple(f"gsm8k_{role}_{i:02d}" for i in range(values.shape[0]))
         parts[role] = ResponseMatrix(values, models, source=f"{_GSM8K}/{path}")
     info = {
         "description": "GSM8K test (1319 items), the paper's own 75 source + 75 target models, "
         "split as given (accuracy-stratified, alternating); models are unnamed.",
         "split": "as given",
-        "files": _files(*[(_GSM8K, f"{_GSM8K_DIR}/{r}_model_alldata_acc_0.npy") for r in ("source", "target")]),
+        "files": file_records(*[(_GSM8K, f"{_GSM8K_DIR}/{r}_model_alldata_acc_0.npy") for r in ("source", "target")]),
     }
     return parts["source"], parts["target"], info
 
@@ -108,7 +85,7 @@ def _full_matrix_arc() -> tuple[ResponseMatrix, dict]:
         "Open LLM Leaderboard v2 models from benchmark-prediction; exact duplicate rows dropped.",
         "n_models_upstream": len(names),
         "duplicates_dropped": dropped,
-        "files": _files((_ARC, scores_path), (_ARC, names_path)),
+        "files": file_records((_ARC, scores_path), (_ARC, names_path)),
     }
     return matrix, info
 
@@ -116,18 +93,15 @@ def _full_matrix_arc() -> tuple[ResponseMatrix, dict]:
 def _atlas(member: str, label: str) -> Callable[[], tuple[ResponseMatrix, dict]]:
     def build():
         frame = read_zip_csv(fetch(_ATLAS, _ATLAS_ZIP), member)
-        items = tuple(int(c) for c in frame.columns)
+        models, items = tuple(frame.index.astype(str)), tuple(int(c) for c in frame.columns)
         matrix = ResponseMatrix(
-            frame.to_numpy(dtype=np.float64),
-            tuple(frame.index.astype(str)),
-            items,
-            source=f"{_ATLAS}/{_ATLAS_ZIP}:{member}",
+            frame.to_numpy(dtype=np.float64), models, items, source=f"{_ATLAS}/{_ATLAS_ZIP}:{member}"
         )
         info = {
             "description": f"{label}: the tinyBenchmarks anchor items only (not the full benchmark), "
             "thousands of Open LLM Leaderboard v1 models, from ATLAS.",
             "n_models_upstream": matrix.n_models,
-            "files": _files((_ATLAS, _ATLAS_ZIP)),
+            "files": file_records((_ATLAS, _ATLAS_ZIP)),
             "member": member,
         }
         return matrix, info
@@ -137,8 +111,7 @@ def _atlas(member: str, label: str) -> Callable[[], tuple[ResponseMatrix, dict]]
 
 def _hellaswag_full12() -> tuple[ResponseMatrix, dict]:
     path = "data/combine.csv"
-    block = slice(11323, 21365)
-    values = read_csv_block(fetch(_PSN, path), block)
+    values = read_csv_block(fetch(_PSN, path), slice(11323, 21365))
     if values.shape != (12, 10042):
         raise DataError(f"{_PSN}/{path}: expected a 12 x 10042 HellaSwag block, got {values.shape}")
     matrix = ResponseMatrix(values, tuple(f"psn_model_{i:02d}" for i in range(12)), source=f"{_PSN}/{path}")
@@ -146,7 +119,7 @@ def _hellaswag_full12() -> tuple[ResponseMatrix, dict]:
         "description": "HellaSwag validation, full length (10042 items), 12 anonymous OpenCompass "
         "models from PSN-IRT (columns 11323:21365 of data/combine.csv); too few models for "
         "source/target statistics, useful for long-item behaviour and speed.",
-        "files": _files((_PSN, path), (_PSN, "results/dataset_analysis.csv")),
+        "files": file_records((_PSN, path), (_PSN, "results/dataset_analysis.csv")),
     }
     return matrix, info
 
@@ -161,61 +134,32 @@ _SMALL_NOTE = (
 
 @dataclass(frozen=True)
 class BenchmarkSpec:
-    """Everything that differs between benchmarks, written once.
-
-    Attributes
-    ----------
-    name, title : str
-    build : callable
-        Returns ``(matrix, info)``: all models, split by ``split``; or, for a
-        benchmark that comes split (``split="as given"``), ``((source, target), info)``.
-    split : {"as given", "interleave"}
-        ``"interleave"``: sorted by accuracy, alternately target and source.
-    budgets : tuple of int
-        The budgets its notebook and studies run (G-set included).
-    g_size : int
-    max_models : int or None
-        The seeded model subsample its notebook and studies load (``None``: all).
-    about : str
-        Where the data come from and how they differ from the paper's (the notebook's opening).
-    paper_mae_at_30 : (float, float) or None
-        The paper's main-table MAE at 30 items (best baseline, TailoredBench); ``None``
-        for a benchmark outside the paper's tables.
-    lm_eval_task, lm_eval_metric : str or None
-        The lm-evaluation-harness task and per-sample metric of its items.
-    named_models : bool
-        Its models have names (the family study needs them).
-    """
+    """Everything that differs between benchmarks, written once."""
 
     name: str
     title: str
+    # returns (matrix, info), all models to split by `split`; with split "as given", (source, target, info)
     build: Callable[[], tuple]
-    split: str
-    budgets: tuple[int, ...]
+    split: str  # "as given", or "interleave": sorted by accuracy, alternately target and source
+    budgets: tuple[int, ...]  # those its notebook and studies run (G-set included)
     g_size: int
-    max_models: int | None
-    about: str
-    paper_mae_at_30: tuple[float, float] | None = None
+    max_models: int | None  # the seeded model subsample its notebook and studies load (None: all)
+    about: str  # where the data come from and how they differ from the paper's (the notebook's opening)
+    paper_mae_at_30: tuple[float, float] | None = None  # the main table's (best baseline, TailoredBench)
     lm_eval_task: str | None = None
-    lm_eval_metric: str | None = None
-    named_models: bool = False
+    lm_eval_metric: str | None = None  # lm-eval's per-sample metric of its items
+    named_models: bool = False  # the family study needs names
 
     def load(self, seed: int = 0) -> Benchmark:
         """The benchmark as its notebook and the studies load it (its ``max_models``, subsampled with ``seed``)."""
         return load_benchmark(self.name, max_models=self.max_models, seed=seed)
 
 
-def _spec(name: str, title: str, build, split: str, about: str, *, small: bool = False, **kwargs) -> BenchmarkSpec:
+def _spec(name: str, title: str, build, about: str, *, split="interleave", small=False, max_models=None, **kwargs):
+    budgets, g_size = (_SMALL_BUDGETS, 5) if small else (_PAPER_BUDGETS, 10)
+    about += _SMALL_NOTE if small else ""
     return BenchmarkSpec(
-        name,
-        title,
-        build,
-        split,
-        _SMALL_BUDGETS if small else _PAPER_BUDGETS,
-        5 if small else 10,
-        about=about + (_SMALL_NOTE if small else ""),
-        paper_mae_at_30=paper.MAE_AT_30.get(name),
-        **kwargs,
+        name, title, build, split, budgets, g_size, max_models, about, paper.MAE_AT_30.get(name), **kwargs
     )
 
 
@@ -227,11 +171,9 @@ SPECS: dict[str, BenchmarkSpec] = {
             "arc_challenge",
             "ARC-Challenge",
             _full_matrix_arc,
-            "interleave",
             "ARC-Challenge test, 1172 items (`acc_norm`, harness doc_id order), 218 named Open LLM Leaderboard "
             "(v2 harness) models from `socialfoundations/benchmark-prediction` (MIT); 9 exact duplicate rows dropped "
             "(first name kept), leaving 209 models: 104 source and 105 target by the accuracy-stratified interleave.",
-            max_models=None,
             lm_eval_task="arc_challenge",
             lm_eval_metric="acc_norm",
             named_models=True,
@@ -240,7 +182,6 @@ SPECS: dict[str, BenchmarkSpec] = {
             "hellaswag",
             "HellaSwag (tinyHellaswag items)",
             _atlas("response_matrix_tinyhellaswag.csv", "HellaSwag (tinyHellaswag, 97 items)"),
-            "interleave",
             "HellaSwag as ATLAS's tinyHellaswag matrix (`Peiyu-Georgia-Li/ATLAS`): 3467 Open LLM Leaderboard v1 "
             "models x the 97 tinyBenchmarks anchor items, not the full 10042; a seeded subsample of 300 models "
             "(`max_models`), split 150 source / 150 target by the accuracy-stratified interleave.",
@@ -254,21 +195,18 @@ SPECS: dict[str, BenchmarkSpec] = {
             "gsm8k",
             "GSM8K",
             _gsm8k,
-            "as given",
             "The paper's own GSM8K data (`marvelcell/TailoredBench`): 75 source and 75 target models x 1319 "
             "test items, split as given by the paper (accuracy-stratified, alternating). Models are unnamed.",
-            max_models=None,
+            split="as given",
             lm_eval_task="gsm8k",
-            # lm-eval scores GSM8K twice: the number after "####" (strict-match, the form of
-            # the dataset's own answers) and the last number anywhere (flexible-extract); the
-            # paper's data do not say which scored them
+            # strict-match reads the number after "####", as the dataset's answers are written; the
+            # paper's data do not say whether it or flexible-extract (the last number) scored them
             lm_eval_metric="exact_match,strict-match",
         ),
         _spec(
             "winogrande",
             "Winogrande (tinyWinogrande items)",
             _atlas("response_matrix_tinywinogrande.csv", "Winogrande (tinyWinogrande, 100 items)"),
-            "interleave",
             "Winogrande as ATLAS's tinyWinogrande matrix (`Peiyu-Georgia-Li/ATLAS`): 4680 Open LLM Leaderboard "
             "v1 models x the 100 tinyBenchmarks anchor items, not the full 1267; a seeded subsample of 300 models "
             "(`max_models`), split 150 source / 150 target by the accuracy-stratified interleave.",
@@ -282,7 +220,6 @@ SPECS: dict[str, BenchmarkSpec] = {
             "pope",
             "POPE",
             load_pope_matrix,
-            "interleave",
             "POPE (MSCOCO; random, popular and adversarial splits) built by the package from raw answer files "
             "of 22 public LVLM runs (see the data registry and `tailoredbench/datasets/pope.py`): every run is "
             "parsed with POPE's own yes/no rule and checked against the published answered counts and accuracies; "
@@ -290,16 +227,13 @@ SPECS: dict[str, BenchmarkSpec] = {
             "all 8910 items of LLaVA's question set, split 5 source / 5 target. **That is far fewer models than the "
             "paper's POPE split**: Kendall's tau over 5 targets can only take a few values and is very noisy, and "
             "native-source selection has at most 5 sources to choose from; read MAE as the main figure here.",
-            max_models=None,
         ),
         _spec(
             "hellaswag_full12",
             "HellaSwag, full length, 12 models",
             _hellaswag_full12,
-            "interleave",
             "HellaSwag validation at full length (10042 items), 12 anonymous OpenCompass models from PSN-IRT; "
             "too few models for source/target statistics, useful for long-item behaviour and speed.",
-            max_models=None,
         ),
     )
 }
@@ -318,31 +252,10 @@ def benchmark_spec(name: str) -> BenchmarkSpec:
 
 
 def load_benchmark(name: str, max_models: int | None = None, seed: int = 0) -> Benchmark:
-    """Load a benchmark's source and target models.
+    """Load a benchmark's source and target models: GSM8K split as the paper gives it, the others interleaved.
 
-    Parameters
-    ----------
-    name : str
-        One of ``gsm8k``, ``arc_challenge``, ``hellaswag``, ``winogrande``, ``pope``
-        and ``hellaswag_full12``.
-    max_models : int, optional
-        Seeded subsample of at most this many models before the split (for the
-        thousands-of-model matrices); ``None`` keeps all. Refused by ``gsm8k``,
-        which comes split as in the paper.
-    seed : int, default 0
-        Seed of the subsample.
-
-    Returns
-    -------
-    Benchmark
-        Source and target split: GSM8K as given by the paper, the others by the
-        same accuracy-stratified interleaving.
-
-    Examples
-    --------
-    >>> bench = load_benchmark("gsm8k")
-    >>> bench.source.shape, bench.target.shape
-    ((75, 1319), (75, 1319))
+    ``max_models``: a subsample of at most this many models, seeded by ``seed``, before the split
+    (``None`` keeps all; refused by ``gsm8k``, which comes split).
     """
     spec = benchmark_spec(name)
     if max_models is not None:

@@ -1,15 +1,9 @@
 """lm-evaluation-harness in and out: per-sample result files and ``--samples`` selections.
 
-lm-eval (EleutherAI, 0.4.x) writes one JSON Lines file per task and model when run
-with ``--log_samples``: ``<output_path>/<model>/samples_<task>_<timestamp>.jsonl``,
-one line per document with its ``doc_id`` and a value per metric (``acc``,
-``acc_norm``, ``exact_match``, ...), and one such line per *filter* of a task that
-post-processes its answers in several ways: GSM8K's lines come twice, ``"filter":
-"strict-match"`` and ``"filter": "flexible-extract"``. A metric is then named as lm-eval's
-results name it, with its filter after a comma (``exact_match,strict-match``). Its
-``--samples`` option takes
-``{"<task>": [doc_id, ...]}`` (a JSON string or a path to a JSON file) and runs only
-those documents.
+lm-eval 0.4 with ``--log_samples`` writes ``<output_path>/<model>/samples_<task>_<timestamp>.jsonl``:
+one line per document (and per *filter*, e.g. GSM8K's ``strict-match`` and ``flexible-extract``)
+with its ``doc_id`` and a value per metric. A metric is named as lm-eval's results name it, its
+filter after a comma (``exact_match,strict-match``). ``--samples`` takes ``{"<task>": [doc_id, ...]}``.
 """
 
 from __future__ import annotations
@@ -84,15 +78,12 @@ def _metric_value(record: dict, metric: str, where: str) -> float:
 
 def _doc_id(value, where: str) -> int:
     """lm-eval's doc_id: an integer (a string of digits is accepted, as JSON round trips make them)."""
-    if isinstance(value, bool):
-        raise DataError(f"{where}: doc_id {value!r} is not an integer")
-    if isinstance(value, int):
-        doc_id = value
-    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
+    doc_id = value
+    if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
         doc_id = int(value)
     elif isinstance(value, float) and value.is_integer():
         doc_id = int(value)
-    else:
+    if isinstance(doc_id, bool) or not isinstance(doc_id, int):
         raise DataError(f"{where}: doc_id {value!r} is not an integer")
     if doc_id < 0:
         raise DataError(f"{where}: doc_id {doc_id} is negative")
@@ -121,13 +112,8 @@ def _check_path(path: Path) -> None:
 
 
 def model_of(path: str | Path) -> str:
-    """Which model an lm-eval samples file comes from.
-
-    lm-eval writes ``results_<time>.json`` beside ``samples_<task>_<time>.jsonl``; its
-    ``config.model`` and ``config.model_args`` name the model. Without that file, the
-    folder lm-eval named after the model stands in. A missing file, a folder, or a file
-    not named as lm-eval names samples files is a :class:`DataError`.
-    """
+    """Which model an lm-eval samples file comes from: ``config.model`` and ``config.model_args`` of the
+    ``results_<time>.json`` beside it, else the folder lm-eval named after the model."""
     path = Path(path)
     _check_path(path)
     match = _FILE.match(path.name)
@@ -146,20 +132,11 @@ def model_of(path: str | Path) -> str:
 
 
 def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict[int, float]:
-    """``{doc_id: 0/1}`` from one lm-eval samples file.
+    """``{doc_id: 0/1}`` from one lm-eval samples file (gzip'd or not), or a :class:`DataError`.
 
-    A gzip'd file is read as well. ``metric`` may name a filter after a comma
-    (``exact_match,strict-match``): only the lines of that filter are read. A file whose
-    lines carry several filters needs one named: which of them the source models' results
-    were scored with is a choice, not the reader's to guess.
-
-    Raises
-    ------
-    DataError
-        The file is missing or not JSON Lines, belongs to another task (by its name),
-        has a doc_id that is not an integer or repeats one within a filter, lacks the
-        metric or the filter named, holds several filters and none is named, or has a
-        value that is not 0/1.
+    ``metric`` may name a filter after a comma (``exact_match,strict-match``): only its lines are
+    read. A file of several filters needs one named: which one scored the sources is not the reader's
+    to guess.
     """
     path = Path(path)
     _check_path(path)
@@ -217,9 +194,8 @@ def _filters(by_filter: dict) -> str:
 def load_lm_eval_samples(paths: Iterable[str | Path], metric: str, task: str | None = None) -> ResponseMatrix:
     """Per-sample files of one or many models as a models x doc_id response matrix.
 
-    The model id is the folder lm-eval wrote the file into. Several files of one model
-    (e.g. two runs on disjoint ``--samples``) are merged; every model must cover the
-    same documents.
+    The model id is the folder lm-eval wrote the file into; several files of one model (disjoint
+    ``--samples``) are merged, and every model must cover the same documents.
 
     Examples
     --------
@@ -277,11 +253,8 @@ def parse_samples_argument(value: str) -> dict[str, list[int]]:
 
 
 def write_samples(folder: str | Path, model: str, task: str, doc_ids, values, metric: str, stamp: str) -> Path:
-    """Write recorded results as an lm-eval samples file, ``<folder>/<model>/samples_<task>_<stamp>.jsonl``.
-
-    For teaching and testing: it lets recorded results stand in for a live lm-eval run,
-    so that the very same reading code runs.
-    """
+    """Write recorded results as an lm-eval samples file, ``<folder>/<model>/samples_<task>_<stamp>.jsonl``,
+    so that they stand in for a live lm-eval run (for teaching and testing)."""
     path = Path(folder) / model / f"samples_{task}_{stamp}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [

@@ -18,19 +18,9 @@ from .readers import read_npy
 class ResponseMatrix:
     """Per-item correctness of models: ``values[m, i]`` is 1 if model ``m`` got item ``i`` right.
 
-    Parameters
-    ----------
-    values : array-like or pandas DataFrame of shape (n_models, n_items)
-        0/1 correctness as numbers (bool, int or float); any other value, NaN, text or
-        dates are an error. A DataFrame's index gives the model ids, its columns the item ids.
-    models : sequence of str, optional
-        Model ids, all different; ``model_0``, ``model_1``, ... when omitted. With a
-        DataFrame: its index labels in the order wanted (rows are taken by label).
-    items : sequence, optional
-        Item ids, all different (the benchmark's ``doc_id`` where known); ``0..n_items-1``
-        when omitted. With a DataFrame: its column labels in the order wanted.
-    source : str, default "array"
-        Where the values came from, named in error messages.
+    ``values`` (models x items) are 0/1 numbers, as an array or a DataFrame whose index and columns give
+    the ids. ``models`` and ``items`` are the ids, all different (by default ``model_0``, ... and
+    ``0..n_items-1``; with a DataFrame, labels picked in that order). ``source`` names them in errors.
 
     Examples
     --------
@@ -137,8 +127,8 @@ _NOT_NUMBERS = {
 
 
 def numeric_values(values, source: str) -> np.ndarray:
-    """``values`` (an array, nested lists, or pandas data) as float64 if they are numbers (bool, int or
-    float); anything else, text '0'/'1' included, is a one-line :class:`DataError` naming ``source``."""
+    """``values`` (an array, nested lists or pandas data) as float64 if they are bool, int or float numbers,
+    else (text '0'/'1' included) a one-line :class:`DataError` naming ``source``."""
     if isinstance(values, pd.Series | pd.DataFrame):
         frame = values.to_frame() if isinstance(values, pd.Series) else values
         for column, dtype in frame.dtypes.items():
@@ -179,26 +169,8 @@ def validate_binary(values, source: str = "array") -> np.ndarray:
 
 
 def load_matrix(path: str | Path) -> ResponseMatrix:
-    """Read a user's own models x items 0/1 matrix.
-
-    Parameters
-    ----------
-    path : str or Path
-        ``.npy`` (a bare 2-D array) or ``.csv`` (a header row of item ids; the first
-        column holds model ids).
-
-    Returns
-    -------
-    ResponseMatrix
-
-    Examples
-    --------
-    >>> import tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "m.csv")
-    >>> with open(path, "w") as handle:
-    ...     _ = handle.write("model,q1,q2\\nm1,1,0\\nm2,0,0\\n")
-    >>> load_matrix(path).items
-    ('q1', 'q2')
+    """Read a user's own models x items 0/1 matrix: ``.npy`` (a bare 2-D array) or ``.csv`` (a header
+    row of item ids; the first column holds model ids).
     """
     path = Path(path)
     if path.is_dir():
@@ -231,7 +203,7 @@ def _read_csv(path: Path) -> ResponseMatrix:
     header, body = rows[0][1:], rows[1:]
     if not header:
         raise DataError(f"{path}: the header row names no items")
-    # Read as written: pandas would rename a repeated id ("q1.1") and hide the repeat.
+    # read as written: pandas would rename a repeated id ("q1.1") and hide the repeat
     repeated = sorted({item for item in header if header.count(item) > 1})
     if repeated:
         looks_like_data = all(cell.strip() in ("0", "1", "0.0", "1.0") for cell in header)
@@ -257,26 +229,8 @@ def split_models(
 ) -> tuple[ResponseMatrix, ResponseMatrix]:
     """Split models into source (full results known) and target (to be estimated).
 
-    Parameters
-    ----------
-    matrix : ResponseMatrix
-    how : {"interleave", "random"}
-        ``interleave`` is the paper's accuracy-stratified scheme: sort models by
-        accuracy (stable) and alternate target, source, target, ...; ``random`` is a
-        seeded random half.
-    seed : int
-        Used by ``random`` only.
-
-    Returns
-    -------
-    source, target : ResponseMatrix
-
-    Examples
-    --------
-    >>> m = ResponseMatrix([[1, 1], [0, 0], [1, 0], [0, 1]])
-    >>> source, target = split_models(m)
-    >>> source.models, target.models
-    (('model_2', 'model_0'), ('model_1', 'model_3'))
+    ``how="interleave"`` is the paper's accuracy-stratified scheme: models sorted by accuracy
+    (stable), alternately target and source; ``"random"`` is a random half seeded by ``seed``.
     """
     n = matrix.n_models
     if n < 4:

@@ -1,21 +1,11 @@
 """Response matrices from the Open LLM Leaderboard "details" datasets (optional: ``tailoredbench[hub]``).
 
-The leaderboard (v1) published, per model, a Hugging Face dataset
-``open-llm-leaderboard/details_<org>__<model>`` (since moved to the
-``open-llm-leaderboard-old`` organisation) with one configuration per task, e.g.
-``harness_arc_challenge_25``, ``harness_hellaswag_10``, ``harness_winogrande_5``,
-``harness_gsm8k_5`` and ``harness_hendrycksTest_<subject>_5``, and a ``latest`` split:
-one row per example, in the task's example order, with the per-example metric either as
-a column (``acc``) or inside a ``metrics`` dictionary.
-That is how the paper's full 10042-item HellaSwag or 1267-item Winogrande matrices
-can be rebuilt::
+The leaderboard (v1) published per model a Hugging Face dataset ``details_<org>__<model>`` (now in
+``open-llm-leaderboard-old``), one configuration per task (e.g. ``harness_hellaswag_10``), whose
+``latest`` split has one row per example with its metric as a column or in a ``metrics`` dictionary.
+The paper's full HellaSwag or Winogrande matrices can be rebuilt from them::
 
-    from tailoredbench.datasets.openllm import build_openllm_matrix
     matrix = build_openllm_matrix(["01-ai/Yi-34B", "mistralai/Mistral-7B-v0.1", ...], "hellaswag")
-
-Each model's vector is cached (under the package cache) after its first download.
-This machine has no network: the tests exercise the conversion on small local files
-laid out row for row like those datasets, through the ``loader`` argument.
 """
 
 from __future__ import annotations
@@ -28,10 +18,8 @@ from ..cache import cache_dir, load_cached, store_cached
 from ..errors import DataError
 from .matrix import ResponseMatrix, validate_binary
 
-#: Task -> (details configuration, per-example metric), as tinyBenchmarks used them. These are the
-#: leaderboard's own columns (GSM8K's is ``acc`` there), not lm-eval's metric names (``DEFAULT_METRIC``).
-#: TruthfulQA is not here: the leaderboard scored it by ``mc2``, a probability per question, not
-#: 0/1 correctness (``config="harness_truthfulqa_mc_0", metric="mc1"`` is 0/1, another score).
+#: Task -> (details configuration, per-example metric), as tinyBenchmarks used them: the leaderboard's
+#: own columns, not lm-eval's names. Not TruthfulQA: its ``mc2`` is a probability, not 0/1 correctness.
 TASKS = {
     "arc_challenge": ("harness_arc_challenge_25", "acc_norm"),
     "hellaswag": ("harness_hellaswag_10", "acc_norm"),
@@ -96,25 +84,9 @@ def build_openllm_matrix(
 ) -> ResponseMatrix:
     """A models x examples matrix of one task from the leaderboard's details datasets.
 
-    Parameters
-    ----------
-    models : sequence of str
-        Hugging Face model ids, e.g. ``"mistralai/Mistral-7B-v0.1"``.
-    task : str
-        A key of :data:`TASKS`, or any name when ``config`` and ``metric`` are given.
-    config, metric : str, optional
-        The details configuration and the per-example metric (default from :data:`TASKS`).
-    loader : callable, optional
-        ``loader(repo, config, split) -> pandas.DataFrame``; the default downloads with
-        ``datasets`` (the ``hub`` extra).
-    cache : bool, default True
-        Keep each model's vector under the package cache and reuse it.
-
-    Raises
-    ------
-    DataError
-        No model is given, a model's dataset lacks the metric or has a value that is not
-        0/1, or models disagree on the number of examples.
+    ``models`` are Hugging Face ids; ``task`` a key of :data:`TASKS`, or any name with ``config`` and
+    ``metric``; ``loader(repo, config, split) -> DataFrame`` by default downloads with ``datasets``;
+    ``cache`` keeps each model's vector under the package cache.
     """
     if not models:
         raise DataError(f"{task}: no models given")

@@ -1,26 +1,12 @@
 """POPE (MSCOCO) built from raw answer files of public LVLM runs.
 
-POPE (Li et al., *Evaluating Object Hallucination in Large Vision-Language Models*,
-EMNLP 2023) asks yes/no questions about COCO images: 9000 items in three splits
-(random, popular, adversarial; 3000 each). No public models x items matrix exists, so
-this module builds one from 22 runs whose answer files are mirrored upstream (see the
-data registry), following the mirror's ``POPE.md``:
-
-* items in canonical order: ``index = offset(split) + question_id - 1`` in
-  ``ustc-hyin/cd_rethink/data/coco/coco_pope_<split>.json``, gold label its ``label``;
-* each answer file is mapped to items by one of five rules (LLaVA question ids,
-  POPE question ids, image and question text, EasonAI's restarting ids, or position);
-* answers are parsed as POPE's own ``eval_pope.py`` does (text before the first ".",
-  commas removed, "no" if a token is ``No``, ``no`` or ``not``, else "yes");
-* every run's answered count and accuracy are checked against the published table,
-  and a mismatch is a :class:`~tailoredbench.errors.DataError`;
-* runs flagged there are excluded (a CLIP baseline, and three InternVL2 runs whose
-  images were evidently missing).
-
-Unanswered items: the matrix is the *complete block*, the runs that answered every
-item of LLaVA's 8910-question version (all but 90 random "no" items) and those 8910
-items, so no value is imputed. That leaves 10 runs of 5 checkpoints, far fewer
-models than the paper's POPE split; the notebook says what this can and cannot show.
+POPE (Li et al., *Evaluating Object Hallucination in Large Vision-Language Models*, EMNLP 2023) asks yes/no
+questions about COCO images: 9000 items in three splits. No public models x items matrix exists, so one is
+built from 22 runs mirrored upstream (see the data registry and its ``POPE.md``): items in the order of
+``ustc-hyin/cd_rethink``'s ``coco_pope_<split>.json``, each answer file mapped to items by one of five rules
+(:class:`Run`) and parsed as POPE's ``eval_pope.py`` does, every run checked against the published answered
+counts and accuracies. The matrix is the complete block (the runs that answered all of LLaVA's 8910
+questions), so nothing is imputed; flagged runs are excluded.
 """
 
 from __future__ import annotations
@@ -31,8 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DataError
-from .files import fetch, lookup
+from .files import fetch
 from .matrix import ResponseMatrix
+from .readers import file_records
 
 SPLITS = ("random", "popular", "adversarial")
 OFFSET = {"random": 0, "popular": 3000, "adversarial": 6000}
@@ -43,10 +30,13 @@ _LQ = ("Haoming2000/VLM-Benchmarks", "playground/data/eval/pope/llava_pope_test.
 _MQ = ("Marcowky/LLaVA", "playground/data/eval/pope/llava_pope_test.jsonl")
 _ANSWERS = "playground/data/eval/pope/answers/"  # same folder in Haoming2000 and Marcowky
 _CR = "outputs/pope/baseline/llava-7b-coco-{}-{}.jsonl"
-_SG = "image_eval/pope/answers/"
+_SG = "GuangzhiSu/SmoothGuard", "image_eval/pope/answers/"
 _SV = "seva/pope_result/llava_loraft_dpo_our_ocrlv8kfilter{}_r1024_a2048/pope_{}.jsonl"
 _SV_VARIANT = {"d800": "4k_diffu800_textvqa8kfilter6k_diffu800", "d500": "_diffu500_textvqa8kfilter_diffu500"}
-_CS = "experiments/output/"
+_CS = "ruichenZz/cs263-final-project", "experiments/output/"
+_VP = "VigneshPreetham/lvlm_hallucinate"
+_EASON = "EasonAI-5589/LLaVA-Eval"
+_RAM = "shares the base run's broken pipeline; its signal may come from the RAM tags alone"
 _SUFFIXES = ("Answer the question using a single word or phrase.", "Please just answer yes or no.")
 
 
@@ -57,7 +47,8 @@ class Run:
     row: int
     name: str
     model: str
-    mapping: str  # L, P, I, E or V
+    # by L(LaVA question ids), P(OPE question ids), I(mage and question text), E(asonAI's restarting ids), V: position
+    mapping: str
     files: tuple  # ((repo, path, split or None), ...)
     answered: int
     accuracy: float
@@ -65,220 +56,124 @@ class Run:
     exclude: str = ""
 
 
+def _one(repo: str, path: str, split: str | None = None) -> tuple:
+    return ((repo, path, split),)
+
+
+def _llava(name: str, questions: tuple = _LQ) -> tuple:
+    """An answer file in the LLaVA answers folder of the repository that holds ``questions``."""
+    return _one(questions[0], _ANSWERS + name)
+
+
+def _cd_rethink(decoding: str) -> tuple:
+    return tuple((_CANON, _CR.format(s, decoding), s) for s in SPLITS)
+
+
+def _smooth(folder: str, name: str) -> tuple:
+    return _one(_SG[0], f"{_SG[1]}{folder}_on_pope/{name}.jsonl")
+
+
 def _per_split(repo, template, *args) -> tuple:
     return tuple((repo, template.format(*args, s if s != "adversarial" else "adv"), s) for s in SPLITS)
 
 
+def _cs263(model: str, *stems: str) -> tuple:
+    return tuple((_CS[0], f"{_CS[1]}{model}_coco_pope_{stem}_seed55.jsonl", stem.split("_")[0]) for stem in stems)
+
+
+def _internvl(name: str) -> tuple:
+    return _one(_VP, name, "adversarial")
+
+
+_L7 = "LLaVA-1.5-7B"
+_QWEN = "Qwen2.5-VL-7B-Instruct"
+_SMOOTHING = "SmoothGuard randomized smoothing"
+_SEVA = "Kevinz-code/SeVa"
+_LLAVA2 = "LLaVA-LLaMA-2-13B-chat-preview (v1)"
+_INTERN = "InternVL2-4B"
+
 RUNS: tuple[Run, ...] = (
-    Run(
-        0,
-        "official LLaVA eval answers",
-        "LLaVA-1.5-13B",
-        "L",
-        ((_LQ[0], _ANSWERS + "llava-v1.5-13b.jsonl", None),),
-        8910,
-        0.8697,
-        _LQ,
-    ),
-    Run(
-        1,
-        "Haoming2000, partial",
-        "LLaVA-1.5-7B",
-        "L",
-        ((_LQ[0], _ANSWERS + "llava-v1.5-7b.jsonl", None),),
-        5712,
-        0.8654,
-        _LQ,
-    ),
-    Run(
-        2,
-        "Marcowky",
-        "LLaVA-1.6-Vicuna-7B",
-        "L",
-        ((_MQ[0], _ANSWERS + "llava-v1.6-vicuna-7b.jsonl", None),),
-        9000,
-        0.8762,
-        _MQ,
-    ),
+    Run(0, "official LLaVA eval answers", "LLaVA-1.5-13B", "L", _llava("llava-v1.5-13b.jsonl"), 8910, 0.8697, _LQ),
+    Run(1, "Haoming2000, partial", _L7, "L", _llava("llava-v1.5-7b.jsonl"), 5712, 0.8654, _LQ),
+    Run(2, "Marcowky", "LLaVA-1.6-Vicuna-7B", "L", _llava("llava-v1.6-vicuna-7b.jsonl", _MQ), 9000, 0.8762, _MQ),
     Run(
         3,
         "CLIP 'There is (no) X' (vit file)",
         "CLIP ViT-L/14-336",
         "L",
-        ((_MQ[0], _ANSWERS + "llava-v1.6-vicuna-7b-vit.jsonl", None),),
+        _llava("llava-v1.6-vicuna-7b-vit.jsonl", _MQ),
         9000,
         0.4588,
         _MQ,
         exclude="a CLIP text-similarity baseline, not an LVLM (below chance, 83% yes)",
     ),
-    Run(
-        4,
-        "cd_rethink greedy",
-        "LLaVA-1.5-7B",
-        "P",
-        tuple((_CANON, _CR.format(s, "greedy"), s) for s in SPLITS),
-        9000,
-        0.8541,
-    ),
-    Run(
-        5,
-        "cd_rethink sampling",
-        "LLaVA-1.5-7B",
-        "P",
-        tuple((_CANON, _CR.format(s, "sample"), s) for s in SPLITS),
-        9000,
-        0.8173,
-    ),
-    Run(
-        6,
-        "SmoothGuard normal",
-        "llava-1.5-7b-hf",
-        "L",
-        (("GuangzhiSu/SmoothGuard", _SG + "llava_on_pope/llava-Instruct-normal.jsonl", None),),
-        8910,
-        0.8575,
-        _LQ,
-    ),
-    Run(
-        7,
-        "SmoothGuard randomized smoothing",
-        "llava-1.5-7b-hf",
-        "L",
-        (("GuangzhiSu/SmoothGuard", _SG + "llava_on_pope/llava-Instruct-new.jsonl", None),),
-        8910,
-        0.8167,
-        _LQ,
-    ),
-    Run(
-        8,
-        "SmoothGuard normal",
-        "Qwen2.5-VL-7B-Instruct",
-        "L",
-        (("GuangzhiSu/SmoothGuard", _SG + "qwen_on_pope/Qwen2.5-VL-7B-Instruct-normal.jsonl", None),),
-        8910,
-        0.8486,
-        _LQ,
-    ),
-    Run(
-        9,
-        "SmoothGuard randomized smoothing",
-        "Qwen2.5-VL-7B-Instruct",
-        "L",
-        (("GuangzhiSu/SmoothGuard", _SG + "qwen_on_pope/Qwen2.5-VL-7B-Instruct-new.jsonl", None),),
-        8910,
-        0.8741,
-        _LQ,
-    ),
+    Run(4, "cd_rethink greedy", _L7, "P", _cd_rethink("greedy"), 9000, 0.8541),
+    Run(5, "cd_rethink sampling", _L7, "P", _cd_rethink("sample"), 9000, 0.8173),
+    Run(6, "SmoothGuard normal", "llava-1.5-7b-hf", "L", _smooth("llava", "llava-Instruct-normal"), 8910, 0.8575, _LQ),
+    Run(7, _SMOOTHING, "llava-1.5-7b-hf", "L", _smooth("llava", "llava-Instruct-new"), 8910, 0.8167, _LQ),
+    Run(8, "SmoothGuard normal", _QWEN, "L", _smooth("qwen", f"{_QWEN}-normal"), 8910, 0.8486, _LQ),
+    Run(9, _SMOOTHING, _QWEN, "L", _smooth("qwen", f"{_QWEN}-new"), 8910, 0.8741, _LQ),
     Run(
         10,
         "ClearSight (VAF)",
-        "LLaVA-1.5-7B",
+        _L7,
         "P",
-        (("ustc-hyin/ClearSight", "outputs/inference/res_coco_random.jsonl", "random"),),
+        _one("ustc-hyin/ClearSight", "outputs/inference/res_coco_random.jsonl", "random"),
         3000,
         0.8977,
     ),
-    Run(
-        11, "SeVa DPO diffu800", "SeVa-7B", "P", _per_split("Kevinz-code/SeVa", _SV, _SV_VARIANT["d800"]), 9000, 0.8667
-    ),
-    Run(
-        12, "SeVa DPO diffu500", "SeVa-7B", "P", _per_split("Kevinz-code/SeVa", _SV, _SV_VARIANT["d500"]), 9000, 0.8692
-    ),
+    Run(11, "SeVa DPO diffu800", "SeVa-7B", "P", _per_split(_SEVA, _SV, _SV_VARIANT["d800"]), 9000, 0.8667),
+    Run(12, "SeVa DPO diffu500", "SeVa-7B", "P", _per_split(_SEVA, _SV, _SV_VARIANT["d500"]), 9000, 0.8692),
     Run(
         13,
         "cs263 VCD code, no CD",
-        "LLaVA-1.5-7B",
+        _L7,
         "I",
-        tuple(
-            ("ruichenZz/cs263-final-project", _CS + f"llava15_coco_pope_{s}_seed55.jsonl", s.split("_")[0])
-            for s in ("random_answers_no_cd", "popular_answers_no_cd", "adversarial_answers_no_cd2")
-        ),
+        _cs263("llava15", "random_answers_no_cd", "popular_answers_no_cd", "adversarial_answers_no_cd2"),
         6500,
         0.8043,
     ),
     Run(
         14,
         "cs263 + VCD, partial",
-        "LLaVA-1.5-7B",
+        _L7,
         "I",
-        tuple(
-            ("ruichenZz/cs263-final-project", _CS + f"llava15_coco_pope_{s}_answers_with_cd_seed55.jsonl", s)
-            for s in ("popular", "adversarial")
-        ),
+        _cs263("llava15", "popular_answers_with_cd", "adversarial_answers_with_cd"),
         675,
         0.8163,
     ),
-    Run(
-        15,
-        "cs263 sampling",
-        "LLaVA-LLaMA-2-13B-chat-preview (v1)",
-        "I",
-        (("ruichenZz/cs263-final-project", _CS + "my/llava1_coco_pope_popular_answers_no_cd_seed55.jsonl", "popular"),),
-        3000,
-        0.5853,
-    ),
-    Run(
-        16,
-        "cs263 + VCD",
-        "LLaVA-LLaMA-2-13B-chat-preview (v1)",
-        "I",
-        (
-            (
-                "ruichenZz/cs263-final-project",
-                _CS + "my/llava1_coco_pope_popular_answers_with_cd_seed55.jsonl",
-                "popular",
-            ),
-        ),
-        3000,
-        0.5923,
-    ),
-    Run(
-        17,
-        "EasonAI free-form prompt",
-        "LLaVA-1.5-7B",
-        "E",
-        (("EasonAI-5589/LLaVA-Eval", "pope/answers/llava-v1.5-7b.jsonl", None),),
-        5742,
-        0.8299,
-    ),
+    Run(15, "cs263 sampling", _LLAVA2, "I", _cs263("my/llava1", "popular_answers_no_cd"), 3000, 0.5853),
+    Run(16, "cs263 + VCD", _LLAVA2, "I", _cs263("my/llava1", "popular_answers_with_cd"), 3000, 0.5923),
+    Run(17, "EasonAI free-form prompt", _L7, "E", _one(_EASON, "pope/answers/llava-v1.5-7b.jsonl"), 5742, 0.8299),
     Run(
         18,
         "SURf",
         "SURf-7B",
         "P",
-        (("GasolSun36/SURf", "output/coco_pope_popular_results.jsonl", "popular"),),
+        _one("GasolSun36/SURf", "output/coco_pope_popular_results.jsonl", "popular"),
         3000,
         0.8793,
     ),
     Run(
         19,
         "base",
-        "InternVL2-4B",
+        _INTERN,
         "V",
-        (("VigneshPreetham/lvlm_hallucinate", "internvl_base_pope_responses.json", "adversarial"),),
+        _internvl("internvl_base_pope_responses.json"),
         3000,
         0.4910,
         exclude="at chance and uncorrelated with the labels (images evidently wrong or missing)",
     ),
-    Run(
-        20,
-        "+ RAM tags",
-        "InternVL2-4B",
-        "V",
-        (("VigneshPreetham/lvlm_hallucinate", "internvl_RAM_pope_responses.json", "adversarial"),),
-        3000,
-        0.7497,
-        exclude="shares the base run's broken pipeline; its signal may come from the RAM tags alone",
-    ),
+    Run(20, "+ RAM tags", _INTERN, "V", _internvl("internvl_RAM_pope_responses.json"), 3000, 0.7497, exclude=_RAM),
     Run(
         21,
         "+ RAM tags, 2-step",
-        "InternVL2-4B",
+        _INTERN,
         "V",
-        (("VigneshPreetham/lvlm_hallucinate", "POPE/internvl_2xPrompting_RAM_pope_responses.json", "adversarial"),),
+        _internvl("POPE/internvl_2xPrompting_RAM_pope_responses.json"),
         3000,
         0.7223,
-        exclude="shares the base run's broken pipeline; its signal may come from the RAM tags alone",
+        exclude=_RAM,
     ),
 )
 
@@ -347,10 +242,6 @@ def canonical_items() -> Items:
     return Items(labels, keys)
 
 
-def _answer_text(record: dict) -> str:
-    return record["text"] if "text" in record else record["answer"]
-
-
 def _question_key(question: dict) -> tuple:
     """The item key of a LLaVA-style question record (``category``, ``image``, ``text``)."""
     return (question["category"], question["image"], normalise_question(question["text"]))
@@ -366,7 +257,7 @@ def _map_run(run: Run, items: Items, question_files: dict) -> np.ndarray:
     def put(index, record, where):
         if not np.isnan(answers[index]):
             raise DataError(f"{where}: item {index} answered twice")
-        answers[index] = parse_yes_no(_answer_text(record)) == "yes"
+        answers[index] = parse_yes_no(record["text"] if "text" in record else record["answer"]) == "yes"
 
     for repo, path, split in run.files:
         where = f"{repo}/{path}"
@@ -391,9 +282,8 @@ def _map_run(run: Run, items: Items, question_files: dict) -> np.ndarray:
             for record in records:
                 put(items.keys[_question_key(questions[record["question_id"]])], record, where)
         elif run.mapping == "E":
-            test = _records("EasonAI-5589/LLaVA-Eval", "pope/coco_test.jsonl")
-            by_split, segment, previous = {}, -1, None
-            order = []
+            test = _records(_EASON, "pope/coco_test.jsonl")
+            by_split, order, segment, previous = {}, [], -1, None
             for q in test:  # ids restart in each split of coco_test.jsonl
                 if q["question_id"] == 1:
                     order.append(q["category"])
@@ -409,13 +299,8 @@ def _map_run(run: Run, items: Items, question_files: dict) -> np.ndarray:
 
 
 def run_correctness(runs=RUNS) -> tuple[np.ndarray, Items]:
-    """Correctness (1, 0, NaN unanswered) of every run on the 9000 items, each run checked.
-
-    Raises
-    ------
-    DataError
-        A run's answered count or accuracy differs from the published table.
-    """
+    """Correctness (1, 0, NaN unanswered) of every run on the 9000 items; a :class:`DataError` if a run's
+    answered count or accuracy differs from the published table."""
     items = canonical_items()
     question_files: dict = {}
     rows = []
@@ -447,27 +332,14 @@ def load_pope_matrix() -> tuple[ResponseMatrix, dict]:
     )
     files = []
     for run in RUNS:
-        pairs = [(repo, path) for repo, path, _ in run.files]
-        if run.questions:
-            pairs.append(run.questions)
-        for repo, path in pairs:
-            entry = lookup(repo, path)
-            files.append(
-                {
-                    "repo": repo,
-                    "commit": entry.commit,
-                    "path": path,
-                    "sha256": entry.sha256,
-                    "licence": entry.licence,
-                    "run": run.row,
-                }
-            )
+        pairs = [(repo, path) for repo, path, _ in run.files] + ([run.questions] if run.questions else [])
+        files += [{**record, "run": run.row} for record in file_records(*pairs)]
     info = {
         "description": "POPE (MSCOCO, random/popular/adversarial) built from raw answer files of public LVLM runs: "
         f"the complete block of {len(complete)} runs x {len(columns)} items (runs that answered every question "
         "of LLaVA's 8910-question version); far fewer models than the paper's POPE split.",
         "runs_checked": len(RUNS),
-        "runs_excluded": {RUNS[i].row: RUNS[i].exclude for i in range(len(RUNS)) if RUNS[i].exclude},
+        "runs_excluded": {run.row: run.exclude for run in RUNS if run.exclude},
         "runs_partial_left_out": [RUNS[i].row for i in usable if i not in complete],
         "item_ids": "canonical index = offset + question_id - 1 (random 0, popular 3000, adversarial 6000)",
         "files": files,

@@ -1,5 +1,5 @@
-"""One small reader per file format. Each takes a local path: an upstream file whose hash was checked,
-or (read_npy) a user's own .npy."""
+"""One small reader per file format (of an upstream file whose hash was checked, or a user's own .npy),
+and the provenance of registered files."""
 
 from __future__ import annotations
 
@@ -13,6 +13,15 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
+from .files import lookup
+
+
+def file_records(*pairs: tuple[str, str]) -> list[dict]:
+    """Each registered ``(repo, path)``'s provenance: repo, commit, path, sha256 and licence."""
+    entries = [lookup(repo, path) for repo, path in pairs]
+    return [
+        {"repo": e.repo, "commit": e.commit, "path": e.path, "sha256": e.sha256, "licence": e.licence} for e in entries
+    ]
 
 
 def read_npy(path: Path) -> np.ndarray:

@@ -1,9 +1,7 @@
 """SYNTHETIC response matrices for measuring speed and memory at any size: never reported as results.
 
-Models answer items under a two-parameter logistic (2PL) item-response model,
-``P(correct) = 1 / (1 + exp(-a_i (theta_m - b_i)))``, with abilities ``theta``,
-difficulties ``b`` and discriminations ``a`` drawn at random (Birnbaum, in Lord &
-Novick, *Statistical Theories of Mental Test Scores*, 1968).
+Models answer under a 2PL item-response model (Birnbaum 1968), ``P(correct) = 1 / (1 + exp(-a_i (theta_m - b_i)))``,
+with abilities ``theta``, difficulties ``b`` and discriminations ``a`` drawn at random.
 """
 
 from __future__ import annotations

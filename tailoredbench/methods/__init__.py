@@ -1,7 +1,6 @@
 """The registry of estimation methods, and :class:`MethodSpec`: a method as the user named it.
 
-To add a method: write one module here with a :class:`Method` subclass, and list it below.
-"""
+To add a method, write a module here with a :class:`Method` subclass and list it below."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
-"""AnchorPoints (Vivek et al., EACL 2024): medoids of item-item correlation.
+"""AnchorPoints (Vivek et al., *Anchor Points: Benchmarking Models with Much Fewer Examples*, EACL 2024).
 
-R. Vivek, K. Ethayarajh, D. Yang, D. Kiela. *Anchor Points: Benchmarking Models with
-Much Fewer Examples*, EACL 2024. Items are clustered by K-Medoids on ``1 - corr``,
-the correlation of the source models' correctness across items; every item joins the
-medoid it correlates with most; the estimate is the cluster-size-weighted mean of the
-target's results on the medoids.
-
-Items that every source answers alike (all right or all wrong) have no correlation.
-The method groups items that the sources answer alike, and two such items are answered
-exactly alike: their correlation counts as 1, so they form a cluster of their own
-wherever K-Medoids gives them a medoid. Where it gives them none, each joins the
-medoid it agrees with most often across sources (for an item all sources solve, the
-medoid most sources solve); otherwise every such item would fall, by a tie, to the
-first medoid (on POPE most items are constant over the 5 sources).
+Items are clustered by K-Medoids on ``1 - corr``, the correlation of the source models' correctness
+across items; the estimate is the cluster-size-weighted mean of the target's results on the medoids.
+Two items every source answers alike correlate 1; one no medoid matches joins the medoid it agrees with
+most often (else all would fall, by a tie, to the first medoid: on POPE most items are constant).
 """
 
 from __future__ import annotations
@@ -42,9 +33,7 @@ def item_correlation(source: np.ndarray) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True)
 def _normalise(corr, safe, constant, first):
-    # In place, one pass (a fresh items x items array costs seconds on POPE): the products
-    # over the norms' product, 0 with a constant item, between constant items 1 if alike,
-    # 1 on the diagonal, clipped to [-1, 1].
+    # in place, one pass (a fresh items x items array costs seconds on POPE)
     n = corr.shape[0]
     for i in range(n):
         for j in range(n):
@@ -53,19 +42,12 @@ def _normalise(corr, safe, constant, first):
             elif constant[i] or constant[j]:
                 v = 1.0 if constant[i] and constant[j] and first[i] == first[j] else 0.0
             else:
-                v = corr[i, j] / (safe[i] * safe[j])
-                if v < -1.0:
-                    v = -1.0
-                elif v > 1.0:
-                    v = 1.0
+                v = min(1.0, max(-1.0, corr[i, j] / (safe[i] * safe[j])))
             corr[i, j] = v
 
 
 def anchor_weights(corr: np.ndarray, medoids: np.ndarray, source: np.ndarray) -> np.ndarray:
     """Share of items that join each medoid: the one they correlate with most (first on ties).
-
-    A constant item that no medoid matches joins the medoid that agrees with it most
-    often across the sources.
 
     Examples
     --------

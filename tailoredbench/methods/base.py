@@ -1,9 +1,7 @@
 """The interface every estimation method implements, and how a method's options are checked.
 
-A method answers, inside a simulation, the questions a user answers with a real
-model: which items to ask, and what the estimate is from the answers. It sees the
-target models only through :class:`~tailoredbench.oracle.Oracle` objects, which reveal
-the items asked and refuse more than the budget.
+A method chooses the items to ask and estimates from the answers, seeing targets only through
+:class:`~tailoredbench.oracle.Oracle` objects.
 """
 
 from __future__ import annotations
@@ -30,38 +28,17 @@ RunEstimates = dict[str, dict[int, np.ndarray]]
 class Method(ABC):
     """An estimation method: :meth:`prepare` once on the source models, then :meth:`run` on any number of runs.
 
-    Class attributes declare what a method is and can do; nothing is found by its
-    name's spelling or by ``hasattr``.
-
-    Attributes
-    ----------
-    name : str
-        Its name in the registry, the CLI and the reports.
-    kind : {"tailored", "baseline"}
-        ``"tailored"``: it asks TailoredBench's probe (G-set, then N-set), so a budget
-        must exceed the G-set size.
-    options : mapping of str to default
-        Every option it takes, with its default; any other is refused, naming these.
-    variants : tuple of str
-        Named variants (``name[variant]``), the option ``variant``; empty if none.
-    in_paper : bool
-        One of the paper's methods (TailoredBench and its four baselines).
-    intervals : bool
-        Its estimates get intervals calibrated on source models (:mod:`tailoredbench.intervals`).
-    real_use : bool
-        Has a real-use path for a new model (plan -> lm-eval -> estimate).
-    interval_folds : int or None
-        Folds over source models that calibrate its intervals; ``None`` leaves one
-        source out at a time (a method whose ``prepare`` is costly sets a number).
+    Class attributes declare what a method is and can do.
     """
 
-    name: ClassVar[str]
-    kind: ClassVar[str]
-    options: ClassVar[Mapping[str, Any]] = MappingProxyType({})
-    variants: ClassVar[tuple[str, ...]] = ()
-    in_paper: ClassVar[bool] = True
-    intervals: ClassVar[bool] = True
-    real_use: ClassVar[bool] = False
+    name: ClassVar[str]  # in the registry, the CLI and the reports
+    kind: ClassVar[str]  # "tailored" (asks TailoredBench's probe: a budget exceeds the G-set) or "baseline"
+    options: ClassVar[Mapping[str, Any]] = MappingProxyType({})  # every option it takes, with its default
+    variants: ClassVar[tuple[str, ...]] = ()  # named variants, ``name[variant]`` (the option ``variant``)
+    in_paper: ClassVar[bool] = True  # TailoredBench and its four baselines
+    intervals: ClassVar[bool] = True  # its estimates get intervals calibrated on source models
+    real_use: ClassVar[bool] = False  # has a real-use path for a new model (plan -> lm-eval -> estimate)
+    # folds over source models that calibrate its intervals; None: one per source (a costly `prepare` sets one)
     interval_folds: ClassVar[int | None] = None
 
     def check_options(self, options: Mapping[str, Any]) -> dict:
@@ -96,11 +73,8 @@ class Method(ABC):
         variants: Sequence[str] = ("",),
         **options,
     ) -> dict:
-        """Work that depends only on the source models (distances, an IRT fit), shared by every run.
-
-        ``seed`` seeds any random choice made here; ``cache`` is the run cache's folder
-        (:mod:`tailoredbench.run_cache`), or None; ``variants`` are those the runs will ask for.
-        """
+        """Work that depends only on the source models, shared by every run; ``cache`` is the run cache's
+        folder (or None), ``variants`` those the runs will ask for."""
 
     @abstractmethod
     def run(
@@ -113,11 +87,8 @@ class Method(ABC):
         variants: Sequence[str] = ("",),
         **options,
     ) -> list[RunEstimates]:
-        """Runs ``i = 0, 1, ...``, asking through ``oracles[i]`` (one per budget) and seeded by ``keys[i]``.
-
-        Returns one :data:`RunEstimates` per run, holding each of ``variants``: a run's
-        numbers are the same whichever runs and variants it is computed with.
-        """
+        """Runs ``i = 0, 1, ...``, asking through ``oracles[i]`` (one per budget) and seeded by ``keys[i]``: one
+        :data:`RunEstimates` per run, the same whichever runs and variants it is computed with."""
 
 
 def each_run(

@@ -1,30 +1,17 @@
-"""gp-IRT (Maia Polo et al., tinyBenchmarks, ICML 2024; arXiv 2402.14992).
+"""gp-IRT (Maia Polo et al., *tinyBenchmarks: evaluating LLMs with fewer examples*, ICML 2024; arXiv 2402.14992).
 
-F. Maia Polo, L. Weber, L. Choshen, Y. Sun, G. Xu, M. Yurochkin. *tinyBenchmarks:
-evaluating LLMs with fewer examples*, ICML 2024.
+1. A multidimensional 2PL IRT model (:mod:`tailoredbench.irt`) is fitted on the source models.
+2. Anchors: KMeans with ``budget`` clusters on the item parameters ``[a_j, b_j]``; each cluster's
+   anchor is the item nearest its centroid, weighted by cluster size.
+3. A target's ability is fitted on its anchor results, under a Gaussian prior chosen with the
+   dimension on held-out source models (:data:`ABILITY_PRIORS`; 0 is tinyBenchmarks' maximum likelihood).
+4. p-IRT: ``lambda_p * mean(seen) + (1 - lambda_p) * mean IRT probability of the unseen items``,
+   ``lambda_p = n_seen / n_items``.
+5. gp-IRT: ``lambda * anchor estimate + (1 - lambda) * p-IRT``, ``lambda = b^2 / (b^2 + v / (4 n))``:
+   ``b`` p-IRT's MAE on held-out sources at budget ``n``, ``v`` the sources' mean per-item variance.
 
-1. A multidimensional 2PL IRT model (Birnbaum 1968; :mod:`tailoredbench.irt`) is fitted
-   on the source models; its dimension is chosen from {2, 5, 10} on held-out source models.
-2. Anchors: scikit-learn's KMeans with ``budget`` clusters on the item parameters
-   ``[a_j, b_j]`` (best of :data:`KMEANS_STARTS` k-means++ starts); each cluster's anchor
-   is the item nearest its centroid, weighted by cluster size.
-3. A target's ability ``theta`` is fitted on its anchor results. tinyBenchmarks fits
-   it by maximum likelihood; here the strength of a Gaussian prior on it is chosen,
-   with the dimension, on held-out source models among :data:`ABILITY_PRIORS`, where
-   0 is tinyBenchmarks' maximum likelihood.
-4. p-IRT: ``lambda_p * mean(seen) + (1 - lambda_p) * mean IRT probability of the
-   unseen items``, ``lambda_p = n_seen / n_items``.
-5. gp-IRT: ``lambda * anchor estimate + (1 - lambda) * p-IRT`` with
-   ``lambda = b^2 / (b^2 + v / (4 n))``: ``b`` is p-IRT's mean absolute error on
-   held-out source models at that budget, ``v`` the mean over source models of the
-   variance of their per-item correctness, ``n`` the budget.
-
-The fit depends only on the source models, the settings and the rounding, so it is cached
-on disk (keyed by the data's hash, the settings and :func:`tailoredbench.environment.versions`,
-as rounding can move the non-convex fit) and shared by every run; the entry carries that key,
-and is fitted again when it holds another or arrays of other shapes than the data's. Every
-step runs on one thread, so that a seed gives the same numbers whatever the core count. With
-the run cache on (:mod:`tailoredbench.run_cache`), each run's anchors are kept there too.
+The fit is cached on disk, keyed by the data, the settings and the numeric versions (rounding can move
+the non-convex fit). Every step runs on one thread: a seed gives the same numbers on any core count.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Item response theory: the multidimensional two-parameter logistic (2PL) model.
 
-``P(model m answers item j) = sigmoid(a_j . theta_m - b_j)`` (Birnbaum 1968, in Lord and
-Novick, *Statistical theories of mental test scores*), fitted as tinyBenchmarks fits it
-(Maia Polo et al. 2024, arXiv 2402.14992): item parameters and abilities of the source
-models jointly (:func:`fit_irt`), then a new model's ability on the items it answered
-(:func:`fit_abilities`). Shared by the methods that estimate from item parameters.
+``P(model m answers item j) = sigmoid(a_j . theta_m - b_j)`` (Birnbaum 1968, in Lord and Novick,
+*Statistical theories of mental test scores*), fitted as tinyBenchmarks (Maia Polo et al. 2024, arXiv
+2402.14992): item parameters and source abilities jointly (:func:`fit_irt`), then a new model's ability.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ LOGIT_CLIP = 30.0
 
 @dataclass(frozen=True)
 class IRTModel:
-    """Item parameters of a fitted multidimensional 2PL model (Birnbaum 1968), and the fitted abilities."""
+    """Item parameters of a fitted multidimensional 2PL model, and the fitted abilities."""
 
     a: np.ndarray  # (n_items, dim)
     b: np.ndarray  # (n_items,)
@@ -39,10 +37,7 @@ class IRTModel:
 
 
 def fit_irt(Y: np.ndarray, dim: int, *, seed: int = rng.GP_IRT_FIT, max_iter: int = 3000) -> IRTModel:
-    """Fit the 2PL model (Birnbaum 1968) ``P(Y[m, j] = 1) = sigmoid(a_j . theta_m - b_j)``.
-
-    Penalised maximum likelihood (Gaussian priors :data:`PRIOR`) by L-BFGS on abilities and
-    item parameters jointly, as tinyBenchmarks (Maia Polo et al. 2024, arXiv 2402.14992).
+    """Fit the 2PL model by penalised maximum likelihood (Gaussian priors :data:`PRIOR`), L-BFGS on all parameters.
 
     Examples
     --------
@@ -92,8 +87,8 @@ def fit_irt(Y: np.ndarray, dim: int, *, seed: int = rng.GP_IRT_FIT, max_iter: in
 
 @numba.njit(cache=True, nogil=True)
 def _logistic_terms(R, b, Y, softplus, observed):
-    # With Z = R - b: softplus(Z), Y * Z and, in place of R, the residuals sigmoid(Z) - Y, from one
-    # exponential each, with the C library's exp and log1p, so that AVX-512's numpy rounds alike.
+    # softplus(Z), Y * Z and, in place of R, sigmoid(Z) - Y for Z = R - b, by the C library's exp and log1p
+    # (AVX-512's numpy would round otherwise)
     for i in range(R.shape[0]):
         for j in range(R.shape[1]):
             z = R[i, j] - b[j]
@@ -106,18 +101,8 @@ def _logistic_terms(R, b, Y, softplus, observed):
 def fit_abilities(
     Y_seen: np.ndarray, a: np.ndarray, b: np.ndarray, precision: float = PRIOR["theta"], iterations: int = 50
 ) -> np.ndarray:
-    """Abilities of many models on the same seen items under the 2PL model, by batched Newton steps.
-
-    Maximum a posteriori under a Gaussian prior of ``precision`` on the ability;
-    ``precision=0`` is maximum likelihood, as tinyBenchmarks (Maia Polo et al. 2024) fits it.
-
-    Parameters
-    ----------
-    Y_seen : ndarray of shape (n_models, n_seen)
-    a : ndarray of shape (n_seen, dim)
-    b : ndarray of shape (n_seen,)
-    precision : float
-    """
+    """Abilities of many models on the same seen items by batched Newton steps: maximum a posteriori under a
+    Gaussian prior of ``precision`` (0: maximum likelihood, as tinyBenchmarks)."""
     n_models, dim = Y_seen.shape[0], a.shape[1]
     theta = np.zeros((n_models, dim))
     # a vanishing ridge keeps the Newton system solvable when every answer is right or wrong

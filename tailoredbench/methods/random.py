@@ -1,8 +1,4 @@
-"""Random: a uniform sample of ``budget`` items; the estimate is the mean on them.
-
-The baseline of every benchmark-reduction paper, e.g. Polo et al., *tinyBenchmarks:
-evaluating LLMs with fewer examples*, ICML 2024.
-"""
+"""Random: a uniform sample of ``budget`` items; the estimate is the mean on them (e.g. tinyBenchmarks, ICML 2024)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Random items + ridge regression from the source models (Zhang et al., 2025).
+"""Random items + ridge regression (alpha 10) from the source models' results on them to their accuracy.
 
-G. Zhang et al., *How Benchmark Prediction from Fewer Data Misses the Mark*, 2025:
-random items, then a ridge regression (alpha 10) from the source models' results on
-those items to their full-benchmark accuracy, applied to each target.
+G. Zhang et al., *How Benchmark Prediction from Fewer Data Misses the Mark*, 2025.
 """
 
 from __future__ import annotations

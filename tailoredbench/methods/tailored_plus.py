@@ -1,15 +1,8 @@
 """TailoredBench+ (beyond the paper): TailoredBench's probe, a stacked estimate from it.
 
-The probe is exactly TailoredBench's (same G-set, native sources, N-set and random
-streams); the estimate is a convex combination of single estimates
-(:mod:`tailoredbench.stacking`) whose weights are fitted by cross-validation on the
-*source* models only (:func:`stack_weights`): no target result chooses anything.
-
-Variants (``variant=``) keep each ingredient measurable on its own:
-``"calibrated"`` (TailoredBench's own estimate), ``"uncalibrated"``, ``"regression"``,
-``"local_regression"``, ``"neighbours"``, ``"soft_calibration"`` (calibration against a
-native mean weighting every source by its agreement on the probe), ``"mix"`` and
-``"local_mix"`` (means of two estimates) and ``"stacked"`` (the default).
+The probe is exactly TailoredBench's; the estimate is a convex combination of single estimates
+(:mod:`tailoredbench.stacking`) weighted by cross-validation on the *source* models only
+(:func:`stack_weights`). Each single estimate, and the means ``"mix"`` and ``"local_mix"``, is a variant.
 """
 
 from __future__ import annotations
@@ -43,19 +36,14 @@ def stack_weights(
 ) -> np.ndarray:
     """Stacking weights over :data:`COMPONENTS`, fitted with source models as pseudo-targets.
 
-    The sources are split into :data:`STACK_FOLDS` folds, :data:`STACK_REPEATS` times;
-    each fold in turn plays the targets of the other folds at every budget, and
-    :func:`simplex_weights` picks the convex weights with the lowest MAE over all of
-    these pseudo-target estimates. With fewer than 3 sources the weights are equal.
-    ``grow``: on the growing probe of the sequential mode, whose estimates they weigh.
+    Each of :data:`STACK_FOLDS` folds (:data:`STACK_REPEATS` splits) plays the targets of the others at
+    every budget; :func:`simplex_weights` picks the weights of lowest MAE. Equal with fewer than 3 sources.
     """
     if source.shape[0] < 3:  # no fold would leave two pseudo-sources: nothing to fit on
         return np.full(len(COMPONENTS), 1 / len(COMPONENTS))
     groups = folds_by_kept(source.shape[0], min(STACK_FOLDS, source.shape[0]), STACK_REPEATS, seed, rng.STACKING_FOLDS)
     cache = run_cache.folder()  # this process's, whatever the workers' environment
-    # Folds that keep the same sources share one preparation. The groups run on the workers of
-    # the caller's joblib configuration (a simulation's), each fold with its own random key,
-    # and are read back in fold order.
+    # folds that keep the same sources share one preparation, on the caller's joblib workers
     outputs = Parallel()(
         delayed(_stack_folds)(
             source[kept],
@@ -74,11 +62,8 @@ def stack_weights(
 
 
 def _stack_folds(pseudo_source, held, budgets, seed, cache, **options) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The folds that keep ``pseudo_source``, prepared once and run together: ``held`` is each one's
-    (pseudo-targets, key).
-
-    Per fold: its pseudo-targets' estimates by every component (a column each) at every budget, and their truth.
-    """
+    """The folds that keep ``pseudo_source`` (``held``: each one's pseudo-targets and key), prepared once:
+    per fold, its pseudo-targets' estimates by every component (a column each) at every budget, and truth."""
     method = TailoredPlus()
     prepared = method.prepare(pseudo_source, budgets, seed=seed, cache=cache, variants=COMPONENTS, **options)
     oracles = [{b: Oracle(pseudo_target, budget=b) for b in budgets} for pseudo_target, _ in held]
@@ -91,12 +76,8 @@ def _stack_folds(pseudo_source, held, budgets, seed, cache, **options) -> list[t
 
 
 class TailoredPlus(Method):
-    """TailoredBench+ (beyond the paper): TailoredBench's probe, a stacked estimate from it.
-
-    Options: ``g_size``, ``distance`` and ``variant`` as above; ``weights``, stacking
-    weights already fitted on these sources (e.g. reused in an interval's folds),
-    taken as they are instead of fitted again; ``grow``, TailoredBench's growing probe.
-    """
+    """TailoredBench+: options ``g_size``, ``distance``, ``variant``, ``grow`` and ``weights`` (stacking
+    weights already fitted on these sources, e.g. reused in an interval's folds)."""
 
     name = "tailored_plus"
     kind = "tailored"
@@ -121,10 +102,7 @@ class TailoredPlus(Method):
         grow=False,
         **_,
     ) -> dict:
-        """TailoredBench's preparation, the sources' accuracies and, if ``"stacked"`` is run, its weights.
-
-        ``seed`` splits the sources into the stacking folds.
-        """
+        """TailoredBench's preparation, the sources' accuracies and, if ``"stacked"`` is run, its weights."""
         prepared = TailoredBenchMethod().prepare(source, budgets, cache=cache, distance=distance)
         prepared["accuracy"] = source.mean(axis=1)
         if weights is not None:

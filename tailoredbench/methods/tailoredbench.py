@@ -1,8 +1,4 @@
-"""TailoredBench as a simulated method: the four steps of :mod:`tailoredbench.tailored` for every target.
-
-The G-set, the native sources and the native item embedding are computed once per
-target and serve every budget; each target is asked its probe through the oracle.
-"""
+"""TailoredBench as a simulated method: the four steps of :mod:`tailoredbench.tailored` for every target."""
 
 from __future__ import annotations
 
@@ -43,11 +39,7 @@ class Answered:
 
 
 def probes(prepared: Mapping, source: np.ndarray, oracles: Mapping[int, Oracle], key: Sequence[int], **options):
-    """Steps 1-3 of one repetition: yield (budget, :class:`Answered`) per target and budget.
-
-    Targets come grouped by their native sources, not in index order; each carries its
-    index. ``options`` are those of :func:`probes_of_runs`.
-    """
+    """Steps 1-3 of one repetition: yield (budget, :class:`Answered`), targets grouped by native sources."""
     for _, budget, answered in probes_of_runs(prepared, source, [oracles], [key], **options):
         yield budget, answered
 
@@ -67,24 +59,15 @@ def probes_of_runs(
 ):
     """Steps 1-3 of several repetitions: yield (position of the run, budget, :class:`Answered`).
 
-    Each run's probes are those it gets alone (:func:`probes`). Taken together, runs share
-    the item embeddings of native-source lists they have in common: the G-set changes from
-    run to run, but the same lists come back (on GSM8K, 2901 target groups of 100 runs held
-    155 distinct lists), so each list's distances between items are computed once for all
-    the runs given, and only one list's are held at a time.
-
-    ``n_native`` and ``native_offset`` override the adaptive native-source rule
-    (see :func:`~tailoredbench.tailored.native_rows`); ``sample`` > 0 chooses each
-    target's N-set by CLARA on samples of that many items (:func:`~tailoredbench.tailored.n_set`).
-    ``grow``: each budget's probe extends the next smaller one's, whose items stay
-    asked (the rounds of the sequential mode); by default each budget's is chosen afresh.
+    Each run's probes are those it gets alone; runs share the item embeddings of the native-source lists
+    they have in common (the same lists come back from run to run), one list's held at a time.
+    The options are :class:`TailoredBenchMethod`'s.
     """
     plans = [
         _plan(prepared, source, oracles, key, g_size, distance, n_native, native_offset, sample, grow)
         for oracles, key in zip(oracles_of_runs, keys, strict=True)
     ]
-    # Targets with the same native sources, in the same order, share one item embedding, in a
-    # run (on ARC, GSM8K, HellaSwag and Winogrande, 8-39% of the targets' lists differ) and across runs.
+    # targets with the same native sources, in the same order, share one item embedding, in a run and across runs
     sharing: dict[bytes, dict[int, list[int]]] = {}
     for i, plan in enumerate(plans):
         for t, rows in enumerate(plan.neighbours):
@@ -134,20 +117,12 @@ class _Plan:
                 if budget in kept:
                     probe = read[t, budget]
                 else:
+                    gen = rng.stream(self.key, rng.N_SET, t, budget)
                     probe = n_set(
-                        source,
-                        rows,
-                        g_items,
-                        budget,
-                        random_state=rng.stream(self.key, rng.N_SET, t, budget),
-                        points=points,
-                        sample=self.sample,
-                        asked=asked,
+                        source, rows, g_items, budget, random_state=gen, points=points, sample=self.sample, asked=asked
                     )
                     self.chosen[budget][t] = probe.items
-                    if self.root:  # kept only with the items
-                        # the label digest: a cached probe's labels are then read without the
-                        # distances between all items (tailoredbench.kmedoids.known_labels)
+                    if self.root:  # a cached probe's labels are read back by their digest (kmedoids.known_labels)
                         self.digests[budget][t] = label_digest(probe.labels)
                 if self.grow:
                     asked = probe.n_set
@@ -171,8 +146,7 @@ def _plan(prepared, source, oracles, key, g_size, distance, n_native, native_off
     if sample and sample <= budgets[-1]:
         raise TailoredBenchError(f"sample {sample} must exceed the largest budget {budgets[-1]} (or be 0: exact)")
     n_targets = oracles[budgets[0]].n_targets
-    # Every input of the chosen items is in the key (tailoredbench.run_cache). A budget's
-    # items depend on no other budget's, except on a growing probe, whose rounds form one entry.
+    # every input of the chosen items is in the key; a growing probe's rounds form one entry
     root = prepared.get("run_cache")
     cache_key = (
         [source, oracles[budgets[0]].digest, list(key), g_size, distance, n_native, native_offset, sample, grow]
@@ -192,7 +166,7 @@ def _plan(prepared, source, oracles, key, g_size, distance, n_native, native_off
             kept.update({b: (entry[f"items_{b}"], entry[f"labels_{b}"]) for b in group})
             g_items = entry["g_set"]
     if g_items is None:
-        # The G-set stays exact under `sample`: it is chosen once per run for all targets.
+        # exact under `sample`: it is chosen once per run
         g_items = g_set(source, g_size, random_state=rng.stream(key, rng.G_SET), points=prepared["points"])
     g_target = oracles[budgets[0]].ask(g_items)
     for budget in budgets[1:]:
@@ -209,13 +183,10 @@ def _plan(prepared, source, oracles, key, g_size, distance, n_native, native_off
 class TailoredBenchMethod(Method):
     """TailoredBench (Yuan et al., ACL 2025), faithful to the paper's code.
 
-    Options: ``g_size``, ``distance``; ``calibrate=False`` is the ablation's
-    uncalibrated arm; ``n_native`` and ``native_offset`` fix the native sources to a
-    count or consistency band instead of the adaptive rule; ``sample`` (0, exact, by
-    default) is the large-matrix approximation: each target's N-set by CLARA on
-    samples of that many items (the G-set, chosen once per run, stays exact);
-    ``grow`` makes each budget's probe extend the next smaller one's (the sequential
-    mode's rounds, :mod:`tailoredbench.sequential`).
+    Options beyond ``g_size`` and ``distance``: ``calibrate=False``, the ablation's uncalibrated arm;
+    ``n_native`` and ``native_offset``, a count or consistency band of native sources instead of the
+    adaptive rule (:func:`~tailoredbench.tailored.native_rows`); ``sample`` > 0, each N-set by CLARA on
+    samples of that many items; ``grow``, each budget's probe extends the next smaller one's.
     """
 
     name = "tailoredbench"
@@ -235,7 +206,7 @@ class TailoredBenchMethod(Method):
 
     def prepare(self, source, budgets, *, cache=None, distance="manhattan", **_) -> dict:
         """The items as points under the full source embedding, and the run cache's folder (or None)."""
-        # the distances formed here, once for every run, not again in each worker a run is sent to
+        # the distances formed here, once, not again in each worker
         points = binary_points(source.T, check_distance(distance)).with_distances()
         return {"points": points, "run_cache": cache}
 
