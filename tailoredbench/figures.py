@@ -3,21 +3,175 @@
 No backend is chosen here: in Jupyter (or papermill) the figure a function returns is shown
 in its cell by the inline backend and is the very object saved under ``reports/``; in a
 script, matplotlib picks its own backend and the caller closes the figure when done.
+
+Every figure colours a method with :func:`method_colour`, from :data:`METHOD_COLOURS`, the
+one home of the palette: a notebook that draws its own figure takes its colours from here.
+Figures are drawn :data:`WIDTH` inches wide at :data:`DPI`, the width of a notebook's column,
+so that a legend or tick read in the saved file reads the same in the notebook.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import to_hex, to_rgb
 from matplotlib.ticker import MaxNLocator
 
 from . import rng
 from .datasets.families import model_family
 from .distances import standardize
+from .errors import TailoredBenchError
+from .stacking import DEFAULT_VARIANT, VARIANTS
 from .tailored import g_set_distances
+
+#: Okabe and Ito's palette (*Color Universal Design*, 2008): told apart with every common colour-vision deficiency.
+OKABE_ITO = {
+    "black": "#000000",
+    "orange": "#e69f00",
+    "sky blue": "#56b4e9",
+    "bluish green": "#009e73",
+    "yellow": "#f0e442",
+    "blue": "#0072b2",
+    "vermillion": "#d55e00",
+    "reddish purple": "#cc79a7",
+}
+#: One colour per method in every figure, in the reports' order of methods.
+METHOD_COLOURS = {
+    "tailoredbench": OKABE_ITO["blue"],
+    "tailored_plus": OKABE_ITO["reddish purple"],
+    "random": OKABE_ITO["black"],
+    "anchor_points": OKABE_ITO["sky blue"],
+    "gp_irt": OKABE_ITO["orange"],
+    "random_regression": OKABE_ITO["bluish green"],
+    "fluid": OKABE_ITO["vermillion"],  # reserved for a method still to come
+}
+#: A second cue beside the colour: for print, and for two colours a reader sees alike.
+METHOD_MARKERS = {
+    "tailoredbench": "o",
+    "tailored_plus": "D",
+    "random": "v",
+    "anchor_points": "^",
+    "gp_irt": "s",
+    "random_regression": "P",
+    "fluid": "X",
+}
+#: What is no method: reference lines, items not highlighted, a role such as "best baseline" with no method named.
+NEUTRAL = "#7f7f7f"
+#: Labels the tables use for a method, lower-cased, with the method each stands for.
+METHOD_LABELS = {
+    "tailoredbench (faithful)": "tailoredbench",
+    "faithful tailoredbench": "tailoredbench",
+    "tailoredbench+": "tailored_plus",
+    "tailoredbench+ (chosen)": "tailored_plus",
+    "anchorpoints": "anchor_points",
+    "gp-irt": "gp_irt",
+    "gpirt": "gp_irt",
+}
+#: Roles whose method changes from benchmark to benchmark: :data:`NEUTRAL` unless the method is given.
+ROLES = ("best baseline", "baseline")
+#: Groups in a figure that shows no method (clusters of items), told apart by these.
+GROUP_COLOURS = (OKABE_ITO["orange"], OKABE_ITO["bluish green"], OKABE_ITO["reddish purple"], OKABE_ITO["sky blue"])
+#: A notebook column: figures this wide, at this resolution, show at their own size.
+WIDTH, DPI = 10.0, 100
+#: Legends at least this large (points).
+LEGEND_SIZE = 10
+
+
+def _variant_shades() -> dict[str, str]:
+    # TailoredBench+'s variants: one hue, darker to lighter in VARIANTS' order
+    others = [v for v in VARIANTS if v not in ("calibrated", DEFAULT_VARIANT)]
+    base = np.array(to_rgb(METHOD_COLOURS["tailored_plus"]))
+    shades = {}
+    for variant, amount in zip(others, np.linspace(-0.55, 0.6, len(others)), strict=True):
+        towards = np.zeros(3) if amount < 0 else np.ones(3)
+        shades[variant] = to_hex(base + abs(amount) * (towards - base))
+    return shades
+
+
+#: ``tailored_plus[variant]``'s colour: TailoredBench+'s own for the default variant, TailoredBench's for
+#: ``calibrated`` (the faithful estimate, identical to TailoredBench), a shade of TailoredBench+'s hue otherwise.
+VARIANT_COLOURS = {
+    "calibrated": METHOD_COLOURS["tailoredbench"],
+    DEFAULT_VARIANT: METHOD_COLOURS["tailored_plus"],
+    **_variant_shades(),
+}
+
+
+def method_of(name: str) -> str:
+    """The method a name or table label stands for: ``"TailoredBench (faithful)"`` -> ``"tailoredbench"``.
+
+    A variant stays a variant (``"TailoredBench+ (mix)"`` -> ``"tailored_plus[mix]"``); a role
+    such as ``"best baseline"`` stays itself. An unknown name is an error, not a grey line.
+
+    Examples
+    --------
+    >>> method_of("gp-IRT"), method_of("TailoredBench+ (stacked)"), method_of("tailored_plus[mix]")
+    ('gp_irt', 'tailored_plus', 'tailored_plus[mix]')
+    """
+    if name in METHOD_COLOURS:
+        return name
+    if name.endswith("]") and "[" in name:
+        base, variant = name[:-1].split("[", 1)
+        if base in METHOD_COLOURS:
+            return base if base == "tailored_plus" and variant == DEFAULT_VARIANT else name
+    label = " ".join(name.strip().lower().split())
+    plus = re.fullmatch(r"tailoredbench\+ \((\w+)\)", label)
+    if plus and plus.group(1) in VARIANTS:
+        return method_of(f"tailored_plus[{plus.group(1)}]")
+    if label in METHOD_LABELS:
+        return METHOD_LABELS[label]
+    if label in ROLES:
+        return label
+    underscored = re.sub(r"[\s-]+", "_", label)
+    if underscored in METHOD_COLOURS:
+        return underscored
+    raise TailoredBenchError(f"no colour for method {name!r}: add it to figures.METHOD_COLOURS or METHOD_LABELS")
+
+
+def method_colour(name: str) -> str:
+    """A method's colour in every figure, from its name, its variant's name or a table's label for it.
+
+    Examples
+    --------
+    >>> method_colour("TailoredBench (faithful)") == method_colour("tailoredbench") == METHOD_COLOURS["tailoredbench"]
+    True
+    >>> method_colour("best baseline") == NEUTRAL
+    True
+    """
+    method = method_of(name)
+    if method in ROLES:
+        return NEUTRAL
+    if "[" in method:
+        base, variant = method[:-1].split("[", 1)
+        return VARIANT_COLOURS.get(variant, METHOD_COLOURS[base]) if base == "tailored_plus" else METHOD_COLOURS[base]
+    return METHOD_COLOURS[method]
+
+
+def method_marker(name: str) -> str:
+    """A method's marker, the cue beside its colour (a variant shares its method's)."""
+    method = method_of(name)
+    if method == "tailored_plus[calibrated]":
+        return METHOD_MARKERS["tailoredbench"]
+    return METHOD_MARKERS.get(method.split("[", 1)[0], "o")
+
+
+def method_order(names: Iterable[str]) -> list[str]:
+    """Names in the reports' order of methods (:data:`METHOD_COLOURS`), variants after their method."""
+
+    def rank(name: str) -> tuple[int, int, str]:
+        method = method_of(name)
+        if method == "tailored_plus[calibrated]":  # the faithful estimate: TailoredBench's place
+            method = "tailoredbench[calibrated]"
+        base, _, variant = method.rstrip("]").partition("[")
+        order = list(METHOD_COLOURS)
+        where = order.index(base) if base in order else len(order)
+        return where, list(VARIANT_COLOURS).index(variant) + 1 if variant in VARIANT_COLOURS else 0, name
+
+    return sorted(dict.fromkeys(names), key=rank)
 
 
 def plotting():
@@ -25,101 +179,150 @@ def plotting():
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    sns.set_theme(style="whitegrid", context="notebook")
+    sns.set_theme(style="whitegrid", context="notebook", rc={"legend.fontsize": LEGEND_SIZE})
     return plt, sns
+
+
+def _save(fig, path) -> None:
+    # "tight": a legend outside the axes is part of the picture
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+
+
+def _legend_below(fig, entries: tuple[list, list], ncol: int | None = None) -> None:
+    """One legend for every panel, below them, where it hides no line: ``entries`` are (handles, labels)."""
+    handles, labels = entries
+    ncol = ncol or min(len(labels), 4)
+    fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False, fontsize=LEGEND_SIZE)
+
+
+def _first_handles(axes) -> tuple[list, list]:
+    """Every label drawn in any of ``axes``, once, with its first handle."""
+    found: dict = {}
+    for ax in np.ravel(axes):
+        for handle, name in zip(*ax.get_legend_handles_labels(), strict=True):
+            found.setdefault(name, handle)
+    return list(found.values()), list(found)
+
+
+def _grid(n: int, ncols: int, panel_height: float, **kwargs):
+    """``n`` panels in rows of ``ncols`` at notebook width; the last row's empty panels are returned apart."""
+    plt, _ = plotting()
+    ncols = min(ncols, n)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(WIDTH, panel_height * nrows + 0.8), squeeze=False, layout="constrained", **kwargs
+    )
+    flat = list(axes.ravel())
+    return fig, flat[:n], flat[n:]
 
 
 def plot_budget_curves(summary: pd.DataFrame, path: str | Path, title: str = ""):
     """MAE and Kendall's tau against budget, one line per method, ± one standard error."""
-    plt, sns = plotting()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    palette = dict(zip(sorted(summary["method"].unique()), sns.color_palette("colorblind"), strict=False))
+    plt, _ = plotting()
+    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 4.4), layout="constrained")
     panels = (("mae", "MAE (lower is better)"), ("kendall_tau", "Kendall's tau (higher is better)"))
     for ax, (metric, label) in zip(axes, panels, strict=True):
-        for method, group in summary.groupby("method", sort=True):
-            group = group.sort_values("budget")
+        for method in method_order(summary["method"]):
+            group = summary[summary["method"] == method].sort_values("budget")
             ax.errorbar(
                 group["budget"],
                 group[metric],
-                yerr=group[f"{metric}_se"],
-                marker="o",
+                yerr=group.get(f"{metric}_se"),
+                marker=method_marker(method),
+                ms=5,
                 label=method,
-                color=palette[method],
+                color=method_colour(method),
                 capsize=3,
             )
+        ax.set_xticks(sorted(summary["budget"].unique()))
         ax.set_xlabel("budget (items answered per target)")
         ax.set_ylabel(label)
-    handles, labels = axes[0].get_legend_handles_labels()
-    # one legend for both panels, below them, where it hides no line
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize="small", frameon=False)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    fig.savefig(path, dpi=120)
+    _legend_below(fig, axes[0].get_legend_handles_labels(), ncol=5)
+    fig.suptitle(f"{title} (mean over runs ± one standard error)" if title else "Mean over runs ± one standard error")
+    _save(fig, path)
     return fig
 
 
 def plot_estimates(results: pd.DataFrame, path: str | Path, budget: int, run: int = 0, title: str = ""):
-    """Estimated against true accuracy of every target, one panel per method."""
+    """Estimated against true accuracy of every target, one panel per method, in the method's colour."""
     _, sns = plotting()
     data = results[(results["budget"] == budget) & (results["run"] == run)]
+    methods = method_order(data["method"])
     grid = sns.relplot(
-        data=data, x="true", y="estimate", col="method", col_wrap=min(3, data["method"].nunique()), height=3.2, s=25
+        data=data,
+        x="true",
+        y="estimate",
+        col="method",
+        col_order=methods,
+        col_wrap=min(3, len(methods)),
+        height=WIDTH / 3,
+        s=25,
+        hue="method",
+        palette={m: method_colour(m) for m in methods},
+        legend=False,
     )
     # the range of the data (POPE's models all sit near 0.85), with no tick at an edge where panels meet
     values = np.concatenate([data["true"].to_numpy(), data["estimate"].to_numpy()])
     low, high = max(0.0, float(values.min()) - 0.03), min(1.0, float(values.max()) + 0.03)
     for ax in grid.axes.flat:
-        ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--", label="estimate = truth")
+        ax.plot([0, 1], [0, 1], color=NEUTRAL, lw=1, ls="--", label="estimate = truth")
         ax.set_xlim(low, high)
         ax.set_ylim(low, high)
         ax.xaxis.set_major_locator(MaxNLocator(4, prune="both"))
-    grid.axes.flat[0].legend(loc="upper left", fontsize="small")
-    grid.set_axis_labels("true accuracy", f"estimate ({budget} items)")
+    grid.axes.flat[0].legend(loc="upper left")
+    grid.set_axis_labels("true accuracy (all items)", f"estimate ({budget} items)")
     grid.set_titles("{col_name}")
-    if title:
-        grid.figure.suptitle(title, y=1.02)
-    grid.savefig(path, dpi=120)
+    grid.figure.suptitle(f"{title + ': ' if title else ''}every target of run {run}, one dot each", y=1.02)
+    grid.savefig(path, dpi=DPI)
     return grid.figure
 
 
 def plot_main_figure(table: pd.DataFrame, path: str | Path, title: str = ""):
-    """MAE and tau against budget, one column per benchmark, one line per method.
+    """MAE and tau against budget, one row per benchmark, one line per method, ± one standard error.
 
     Every panel has its own y-axis: one method far off on one benchmark (POPE's AnchorPoints)
     would otherwise flatten every other line of its row.
     """
-    plt, sns = plotting()
+    plt, _ = plotting()
     benchmarks = list(dict.fromkeys(table["benchmark"]))
-    methods = sorted(table["method"].unique())
-    palette = dict(zip(methods, sns.color_palette("colorblind", len(methods)), strict=True))
-    rows = (("mae", "MAE (lower is better)"), ("kendall_tau", "Kendall's tau (higher is better)"))
-    fig, axes = plt.subplots(2, len(benchmarks), figsize=(max(2.9 * len(benchmarks), 7.5), 5.6), squeeze=False)
-    for col, name in enumerate(benchmarks):
+    methods = method_order(table["method"])
+    metrics = (("mae", "MAE", "lower is better"), ("kendall_tau", "Kendall's tau", "higher is better"))
+    fig, axes = plt.subplots(
+        len(benchmarks), 2, figsize=(WIDTH, 2.4 * len(benchmarks) + 1.0), squeeze=False, layout="constrained"
+    )
+    for row, name in enumerate(benchmarks):
         part = table[table["benchmark"] == name]
-        for row, (metric, label) in enumerate(rows):
+        for col, (metric, label, better) in enumerate(metrics):
             ax = axes[row, col]
             for method in methods:
                 line = part[part["method"] == method].sort_values("budget")
-                ax.plot(line["budget"], line[metric], marker="o", ms=3, color=palette[method], label=method)
+                ax.errorbar(
+                    line["budget"],
+                    line[metric],
+                    yerr=line.get(f"{metric}_se"),
+                    marker=method_marker(method),
+                    ms=4,
+                    capsize=2,
+                    color=method_colour(method),
+                    label=method,
+                )
             ax.set_xticks(sorted(part["budget"].unique()))
-            ax.set_title(name if row == 0 else "", fontsize=10)
-            ax.set_xlabel("budget (items)" if row == 1 else "")
-            ax.set_ylabel(label if col == 0 else "", fontsize=9)
-            ax.tick_params(labelsize=8)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    ncol = len(methods) if len(benchmarks) > 3 else 3
-    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+            ax.set_title(f"{name}: {label} ({better})", fontsize=11)
+            ax.set_ylabel(f"{label} (± s.e.)")
+            ax.set_xlabel("budget (items per target)" if row == len(benchmarks) - 1 else "")
+    handles, labels = _first_handles(axes)
     if title:
         fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.06 if ncol == len(methods) else 0.1, 1, 1))
-    fig.savefig(path, dpi=110)
+        _legend_below(fig, (handles, labels), ncol=5)
+    else:  # above the panels: in a tall figure, a legend at the bottom is far from the first rows
+        fig.legend(handles, labels, loc="outside upper center", ncol=min(len(labels), 5), frameon=False)
+    _save(fig, path)
     return fig
 
 
 def _axes(ncols: int = 1, width: float = 5.0, height: float = 3.6):
     plt, _ = plotting()
-    return plt.subplots(1, ncols, figsize=(width * ncols, height))
+    return plt.subplots(1, ncols, figsize=(width * ncols, height), layout="constrained")
 
 
 def item_map(source: np.ndarray) -> np.ndarray:
@@ -130,23 +333,49 @@ def item_map(source: np.ndarray) -> np.ndarray:
     return U[:, :2] * S[:2]
 
 
-def plot_probe(source: np.ndarray, g_items, n_items=(), labels=None, path=None):
-    """The items (PCA of the source embedding) with the G-set and, if given, the N-set and its clusters."""
-    fig, ax = _axes()
-    xy = item_map(source)
-    if labels is None:
-        ax.scatter(xy[:, 0], xy[:, 1], c="lightgrey", s=6, alpha=0.6, label="item")
-    else:
-        ax.scatter(xy[:, 0], xy[:, 1], c=labels, s=6, cmap="tab20", alpha=0.6, label="item (colour: its cluster)")
-    ax.scatter(*xy[np.asarray(g_items, dtype=int)].T, marker="*", s=160, c="black", label="G-set")
+def plot_probe(source: np.ndarray, g_items, n_items=(), labels=None, path=None, *, native=None, highlight: int = 3):
+    """The items in two dimensions with the probe on them; given ``labels``, the ``highlight`` largest clusters.
+
+    The view is the first two principal components of the items embedded by every source
+    model's z-scored results, the space the G-set is chosen in; given ``native`` (row indices
+    of the native sources), by the native sources' alone, the space the N-set's clusters are
+    formed in. Only a few clusters get a colour: thirty colours cannot be told apart.
+    """
+    fig, ax = _axes(width=WIDTH * 0.8, height=4.8)
+    source = np.asarray(source, dtype=float)
+    models = source if native is None else source[np.asarray(native, dtype=int)]
+    xy = item_map(models)
+    g_items, n_items = np.asarray(g_items, dtype=int), np.asarray(n_items, dtype=int).reshape(-1)
+    probe = np.concatenate([g_items, n_items])
+    ax.scatter(xy[:, 0], xy[:, 1], c="#C8C8C8", s=7, label="item")
+    if labels is not None:
+        labels = np.asarray(labels, dtype=int)
+        sizes = np.bincount(labels, minlength=len(probe))
+        for colour, cluster in zip(GROUP_COLOURS, np.argsort(-sizes, kind="stable")[:highlight], strict=False):
+            mine = labels == cluster
+            kind = "G-set" if cluster < len(g_items) else "N-set"
+            ax.scatter(
+                *xy[mine].T, c=colour, s=10, label=f"cluster of {kind} item {probe[cluster]} ({mine.sum()} items)"
+            )
+            ax.scatter(*xy[probe[cluster]], marker="o", s=260, facecolors="none", edgecolors=colour, lw=2, zorder=4)
+    ax.scatter(*xy[g_items].T, marker="*", s=170, c="black", edgecolors="white", lw=0.5, zorder=5, label="G-set item")
     if len(n_items):
-        ax.scatter(*xy[np.asarray(n_items, dtype=int)].T, marker="D", s=50, c="crimson", label="rest of the N-set")
-    ax.set_xlabel("item PC 1 (source models)")
+        ax.scatter(
+            *xy[n_items].T, marker="D", s=45, c="white", edgecolors="black", lw=1.2, zorder=5, label="N-set item"
+        )
+    whose = "all source models'" if native is None else "the native sources'"
+    ax.set_xlabel(f"item PC 1: items by {whose} results")
     ax.set_ylabel("item PC 2")
-    ax.legend(loc="best", fontsize="small")
-    fig.tight_layout()
+    if labels is None:
+        ax.set_title(f"The G-set: {len(g_items)} medoids of the items, chosen in this space")
+    else:
+        formed = "this space" if native is not None else "the native sources' space, not this one"
+        ax.set_title(
+            f"{len(probe)} probe items; the {highlight} largest clusters coloured (formed in {formed})", fontsize=11
+        )
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     if path:
-        fig.savefig(path, dpi=110)
+        _save(fig, path)
     return fig
 
 
@@ -155,41 +384,40 @@ def plot_native_sources(g_source, g_result, native, distance: str = "manhattan",
     to_sources, threshold = g_set_distances(g_source, g_result, distance=distance)
     order = np.argsort(to_sources[0], kind="stable")
     chosen = np.isin(order, np.asarray(native))
-    fig, ax = _axes(width=7, height=4.0)
+    fig, ax = _axes(width=WIDTH * 0.8, height=4.2)
     x, height = np.arange(len(order)), to_sources[0, order]
-    for mine, colour, label in ((chosen, "C0", "native source"), (~chosen, "darkgrey", "other source")):
+    native_colour = METHOD_COLOURS["tailoredbench"]
+    for mine, colour, label in ((chosen, native_colour, "native source"), (~chosen, "darkgrey", "other source")):
         ax.bar(x[mine], height[mine], color=colour, alpha=0.6 if colour == "darkgrey" else 1.0, label=label)
         # a dot on every bar's top: a source at distance 0, with no bar, still shows
         ax.plot(x[mine], height[mine], "o", ms=3, color=colour, clip_on=False)
-    ax.axhline(threshold, color="C3", ls="--", lw=1, label="mean distance over all pairs of models")
+    ax.axhline(threshold, color="black", ls="--", lw=1, label="mean distance over all pairs of models")
     ax.set_xlabel("source models, nearest to the target first")
     ax.set_ylabel(f"{distance} distance on the G-set")
-    # below the axes: inside, it covered the tops of the bars
-    fig.legend(loc="lower center", ncol=3, fontsize="small", frameon=False)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    _legend_below(fig, ax.get_legend_handles_labels(), ncol=3)
     if path:
-        fig.savefig(path, dpi=110)
+        _save(fig, path)
     return fig
 
 
 def plot_native_families(all_sources, native, path=None):
     """Families of the native source models against their share among all source models."""
-    fig, ax = _axes(width=7, height=4.6)
+    fig, ax = _axes(width=WIDTH * 0.7, height=4.8)
     every = pd.Series([model_family(m) for m in all_sources]).value_counts(normalize=True)
     chosen = pd.Series([model_family(m) for m in native]).value_counts(normalize=True)
     frame = pd.DataFrame({"all sources": every, "native sources": chosen}).fillna(0).sort_values("all sources")
-    frame.plot.barh(ax=ax)
+    frame.plot.barh(ax=ax, color=[NEUTRAL, METHOD_COLOURS["tailoredbench"]])
     ax.set_xlabel("share of models")
     ax.set_ylabel("model family")
-    fig.tight_layout()
+    ax.legend(loc="lower right")
     if path:
-        fig.savefig(path, dpi=110)
+        _save(fig, path)
     return fig
 
 
 def plot_calibration(native_mean, probe, results, path=None):
     """Per cluster: the native sources' mean on the medoid against the target's result, and the cluster size."""
-    fig, axes = _axes(ncols=2, width=5)
+    fig, axes = _axes(ncols=2, width=WIDTH / 2)
     sizes = np.bincount(probe.labels, minlength=len(probe.items))
     m_c = np.asarray(native_mean)[probe.items]
     y = np.asarray(results, dtype=float)
@@ -201,88 +429,143 @@ def plot_calibration(native_mean, probe, results, path=None):
     axes[0].set_xlabel("native sources' mean on the medoid (m_c)")
     axes[0].set_ylabel("target's result on the medoid (y_c)")
     axes[0].set_yticks([0, 1])
-    axes[0].set_title("marker area: cluster size", fontsize=10)
-    axes[0].legend(loc="center right", fontsize="small")
+    axes[0].set_title("marker area: cluster size", fontsize=11)
+    axes[0].legend(loc="center right")
     scale = (y + 0.5) / (m_c + 0.5)
     bars = axes[1].bar(np.arange(len(y)), scale, color=solved)
     line = axes[1].axhline(1.0, color="grey", lw=1)
     right = next((b for b, c in zip(bars, solved, strict=True) if c == "seagreen"), None)
     wrong = next((b for b, c in zip(bars, solved, strict=True) if c == "indianred"), None)
     shown = [(h, t) for h, t in ((right, "target right"), (wrong, "target wrong"), (line, "no change")) if h]
-    axes[1].legend(
-        [h for h, _ in shown], [t for _, t in shown], loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small"
-    )
+    axes[1].legend([h for h, _ in shown], [t for _, t in shown], loc="upper left")
     axes[1].set_xlabel("cluster (G-set first)")
     axes[1].set_ylabel("calibration factor")
-    axes[1].set_title("(y_c + .5) / (m_c + .5)", fontsize=10)
-    fig.tight_layout()
+    axes[1].set_title("(y_c + .5) / (m_c + .5)", fontsize=11)
     if path:
-        fig.savefig(path, dpi=110)
+        _save(fig, path)
     return fig
 
 
-def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict):
-    """MAE against budget (top) and interval coverage (bottom) per benchmark, for the labelled methods.
+def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, coverage: pd.DataFrame | None = None):
+    """MAE against budget per benchmark (top), and every method's interval coverage per benchmark (bottom).
 
-    ``methods`` maps a method name in ``summary`` to its label in the figure.
+    ``methods`` maps a method name in ``summary`` to its label in the figure; a method keeps
+    its own colour whatever its label. Coverage is the mean over budgets; its error bar is
+    one standard error across targets, from ``coverage`` (rows of benchmark, method and
+    ``coverage_se``, as :func:`~tailoredbench.studies.beyond_table` returns them) or from a
+    ``coverage_se`` column of ``summary``; with neither, the bars have none.
     """
-    plt, sns = plotting()
-    data = summary[summary["method"].isin(list(methods))].assign(method=lambda d: d["method"].map(methods))
+    plt, _ = plotting()
+    data = summary[summary["method"].isin(list(methods))]
     benchmarks = list(dict.fromkeys(data["benchmark"]))
-    labels = list(dict.fromkeys(methods.values()))
-    palette = dict(zip(labels, sns.color_palette("colorblind", len(labels)), strict=True))
-    fig, axes = plt.subplots(2, len(benchmarks), figsize=(max(3.2 * len(benchmarks), 7), 6), squeeze=False)
-    for col, name in enumerate(benchmarks):
+    order = method_order(methods)
+    ncols = min(3, len(benchmarks))
+    nrows = -(-len(benchmarks) // ncols)
+    fig = plt.figure(figsize=(WIDTH, 2.9 * nrows + 3.6), layout="constrained")
+    grid = fig.add_gridspec(nrows + 1, ncols, height_ratios=[1.0] * nrows + [1.25])
+    panels = [fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(len(benchmarks))]
+    for ax, name in zip(panels, benchmarks, strict=True):
         part = data[data["benchmark"] == name]
-        for label in labels:
-            line = part[part["method"] == label].sort_values("budget")
+        for method in order:
+            line = part[part["method"] == method].sort_values("budget")
             if len(line):
-                axes[0, col].plot(line["budget"], line["mae"], marker="o", ms=3, color=palette[label], label=label)
-        axes[0, col].set_xticks(sorted(part["budget"].unique()))
-        axes[0, col].set_title(name)
-        axes[0, col].set_xlabel("budget (items)")
-        axes[0, col].set_ylabel("MAE" if col == 0 else "")
-        coverage = part.groupby("method", sort=False)["coverage"].mean().reindex(labels).dropna()
-        axes[1, col].bar(range(len(coverage)), coverage.values, color=[palette[m] for m in coverage.index])
-        axes[1, col].axhspan(0.85, 0.95, color="green", alpha=0.15, label="target coverage 85-95%")
-        axes[1, col].axhline(0.9, color="green", lw=1, ls="--", label="nominal 90%")
-        axes[1, col].set_ylim(0.5, 1.0)
-        axes[1, col].set_xticks([])
-        axes[1, col].set_ylabel("interval coverage" if col == 0 else "")
-    # every method drawn anywhere (each benchmark has its own best baseline), once
-    found: dict = {}
-    for ax in axes[0]:
-        for handle, name in zip(*ax.get_legend_handles_labels(), strict=True):
-            found.setdefault(name, handle)
-    handles, names = list(found.values()), list(found)
-    bands, band_names = axes[1, 0].get_legend_handles_labels()
-    ncol = 3 if len(benchmarks) > 2 else 2
-    fig.legend(handles + bands, names + band_names, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.14 if ncol == 2 else 0.1, 1, 1))
-    fig.savefig(path, dpi=110)
+                ax.errorbar(
+                    line["budget"],
+                    line["mae"],
+                    yerr=line.get("mae_se"),
+                    marker=method_marker(method),
+                    ms=4,
+                    capsize=2,
+                    color=method_colour(method),
+                    label=methods[method],
+                )
+        ax.set_xticks(sorted(part["budget"].unique()))
+        ax.set_title(name, fontsize=11)
+        ax.set_xlabel("budget (items)")
+        ax.set_ylabel("MAE (± s.e.)")
+    bars = fig.add_subplot(grid[nrows, :])
+    means = data.groupby(["benchmark", "method"], sort=False)["coverage"].mean()
+    if coverage is not None:
+        errors = coverage.set_index(["benchmark", "method"])["coverage_se"].reindex(means.index)
+    elif "coverage_se" in data:
+        errors = data.groupby(["benchmark", "method"], sort=False)["coverage_se"].mean()
+    else:
+        errors = pd.Series(np.nan, index=means.index)
+    bars.axhspan(0.85, 0.95, color=OKABE_ITO["bluish green"], alpha=0.12, label="target coverage 85-95%")
+    bars.axhline(0.9, color="black", lw=1, ls="--", label="nominal 90%")
+    width = min(0.25, 0.8 / max(1, max(len(means[name]) for name in benchmarks)))
+    for x, name in enumerate(benchmarks):
+        present = [m for m in order if m in means[name].index]
+        for k, method in enumerate(present):
+            error = errors.get((name, method), np.nan)
+            bars.bar(
+                x + (k - (len(present) - 1) / 2) * width,
+                means[name, method],
+                width=width * 0.92,
+                yerr=None if np.isnan(error) else error,
+                capsize=3,
+                color=method_colour(method),
+                label=methods[method],
+            )
+    bars.set_xticks(range(len(benchmarks)), benchmarks)
+    low = float(np.nanmin(means.to_numpy() - errors.fillna(0).to_numpy()))
+    bars.set_ylim(min(0.7, np.floor(low * 20) / 20 - 0.05), 1.01)
+    bars.grid(axis="x", visible=False)
+    bars.set_xlabel("benchmark")
+    shown = "mean over budgets ± s.e. across targets" if errors.notna().any() else "mean over budgets"
+    bars.set_ylabel(f"interval coverage\n({shown})")
+    bars.set_title("Share of true accuracies inside their 90% interval", fontsize=11)
+    handles, labels = _first_handles([*panels, bars])
+    spare = [fig.add_subplot(grid[nrows - 1, i]) for i in range(len(benchmarks) - (nrows - 1) * ncols, ncols)]
+    if spare:
+        for ax in spare[1:]:
+            ax.set_axis_off()
+        spare[0].set_axis_off()
+        spare[0].legend(handles, labels, loc="center", frameon=False)
+    else:
+        _legend_below(fig, (handles, labels), ncol=3)
+    _save(fig, path)
     return fig
 
 
 def plot_arms(table: pd.DataFrame, path, x: str = "arm", title: str = "", hue: str = "benchmark", xlabel: str = ""):
-    """MAE and tau per arm: one line per benchmark and the mean over benchmarks in black."""
+    """MAE and tau per arm, ± one standard error: one line per benchmark and the mean over benchmarks in black."""
     plt, sns = plotting()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 4.2), layout="constrained")
     order = list(dict.fromkeys(table[x].astype(str)))
     data = table.assign(**{x: table[x].astype(str)})
-    for ax, metric, label in ((axes[0], "mae", "MAE"), (axes[1], "kendall_tau", "Kendall's tau")):
-        sns.pointplot(data=data, x=x, y=metric, hue=hue, order=order, ax=ax, errorbar=None, markersize=4, linewidth=1)
-        if hue == "benchmark" and data["benchmark"].nunique() > 1:
-            mean = data.groupby(x, sort=False)[metric].mean().reindex(order)
-            ax.plot(range(len(order)), mean.values, color="black", linewidth=2.5, marker="o", label="mean")
+    groups = list(dict.fromkeys(data[hue]))
+    colours = dict(zip(groups, sns.color_palette("colorblind", len(groups)), strict=True))
+    at = np.arange(len(order))
+    for ax, metric, label in ((axes[0], "mae", "MAE (± s.e.)"), (axes[1], "kendall_tau", "Kendall's tau (± s.e.)")):
+        for k, group in enumerate(groups):
+            line = data[data[hue] == group].groupby(x, sort=False)[[metric, f"{metric}_se"]].mean().reindex(order)
+            # a small sideways offset per line: error bars at one arm do not hide each other
+            shift = (k - (len(groups) - 1) / 2) * 0.04
+            ax.errorbar(
+                at + shift,
+                line[metric],
+                yerr=line[f"{metric}_se"],
+                color=colours[group],
+                marker="o",
+                ms=4,
+                lw=1,
+                capsize=2,
+                label=str(group),
+            )
+        if hue == "benchmark" and len(groups) > 1:
+            per = data.groupby([x, hue], sort=False)[[metric, f"{metric}_se"]].mean()
+            mean = per[metric].groupby(level=0, sort=False).mean().reindex(order)
+            se = (per[f"{metric}_se"] ** 2).groupby(level=0, sort=False).mean().pow(0.5).reindex(order) / np.sqrt(
+                len(groups)
+            )
+            ax.errorbar(at, mean.values, yerr=se.values, color="black", lw=2.5, marker="o", capsize=3, label="mean")
+        ax.set_xticks(at, order)
         ax.set_ylabel(label)
         ax.set_xlabel(xlabel or x)
-        ax.get_legend().remove()
-    handles, labels = axes[0].get_legend_handles_labels()
-    # one legend for both panels, below them, where it hides no line
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize="small", frameon=False)
+    _legend_below(fig, axes[0].get_legend_handles_labels(), ncol=6)
     fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    fig.savefig(path, dpi=120)
+    _save(fig, path)
     return fig
 
 
@@ -303,96 +586,158 @@ def plot_counts(table: pd.DataFrame, adaptive: np.ndarray, adaptive_mae: float, 
 
 
 def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets: int = 3):
-    """Rows: target families; columns: source families; cells: share of the native sources."""
+    """Rows: target families; columns: the same families, then all others; cells: share of the native sources.
+
+    Families sit in the same order on both axes, so a family's share among its own targets'
+    native sources is on the diagonal (outlined); the last row is each family's share among
+    all source models, the share a target would get by chance.
+    """
     plt, sns = plotting()
-    frame = frame[frame["targets"] >= min_targets]
-    grid = frame.pivot_table(index="target_family", columns="source_family", values="share", fill_value=0.0)
-    fig, ax = plt.subplots(figsize=(2.0 + 0.65 * grid.shape[1], 2.2 + 0.45 * grid.shape[0]))
-    sns.heatmap(grid, annot=True, fmt=".2f", cmap="Blues", cbar=False, ax=ax, annot_kws={"fontsize": 7})
-    ax.set_xlabel("native source family")
-    ax.set_ylabel("target family")
-    ax.tick_params(axis="y", rotation=0)
-    ax.set_title(f"{title}: each row's native sources by family (shares)" if title else "", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    shown = frame[frame["targets"] >= min_targets]
+    families = sorted(shown["target_family"].unique(), key=lambda f: (f == "other", f.lower()))
+    rest = "all other families"
+    named = shown.assign(column=shown["source_family"].where(shown["source_family"].isin(families), rest))
+    grid = named.pivot_table(index="target_family", columns="column", values="share", aggfunc="sum", fill_value=0.0)
+    grid = grid.reindex(index=families, columns=[*families, rest], fill_value=0.0)
+    base = frame.groupby("source_family")["base"].first().reindex(families)
+    chance = pd.Series({**base.to_dict(), rest: 1.0 - float(base.sum())}, name="all source models (chance)")
+    grid = pd.concat([grid, chance.to_frame().T])
+    rows, cols = grid.shape
+    size = (min(WIDTH, max(7.0, 3.2 + 0.6 * cols)), max(4.4, 1.8 + 0.42 * rows))
+    fig, ax = plt.subplots(figsize=size, layout="constrained")
+    sns.heatmap(
+        grid * 100,
+        annot=True,
+        fmt=".0f",
+        cmap="Blues",
+        vmin=0,
+        ax=ax,
+        linewidths=0.5,
+        linecolor="white",
+        annot_kws={"fontsize": 9},
+        cbar_kws={"label": "% of the row's native sources"},
+    )
+    for k in range(len(families)):  # the diagonal: a family picked by its own
+        ax.add_patch(plt.Rectangle((k, k), 1, 1, fill=False, edgecolor="black", lw=1.8))
+    ax.axhline(rows - 1, color="black", lw=1.5)  # chance, below: not a target family
+    ax.axvline(cols - 1, color="black", lw=1.5)
+    ax.set_xlabel("family of the native sources")
+    ax.set_ylabel("family of the target")
+    ax.tick_params(axis="x", rotation=45, labelsize=10)
+    ax.tick_params(axis="y", rotation=0, labelsize=10)
+    plt.setp(ax.get_xticklabels(), ha="right", rotation_mode="anchor")
+    name = f"{title}: " if title else ""
+    ax.set_title(f"{name}the families of each target family's native sources\n(% of them; outlined: its own family)")
+    _save(fig, path)
     return fig
 
 
-def plot_embedding(coords: Mapping[str, np.ndarray], labels: np.ndarray, medoids, distances: Mapping, path, title=""):
-    """Side by side: items embedded by source and by target models, coloured by coreset cluster."""
+def plot_embedding(
+    coords: Mapping[str, np.ndarray], labels: np.ndarray, medoids, distances: Mapping, path, title="", *, highlight=3
+):
+    """Side by side: items embedded by source and by target models; the ``highlight`` largest coreset clusters coloured.
+
+    The same clusters in both views: compact where the coreset was chosen (the source
+    models), scattered where it is used (the target models) when the two disagree.
+    """
     plt, _ = plotting()
-    fig, axes = plt.subplots(1, len(coords), figsize=(5 * len(coords), 4.2))
-    for ax, (view, xy) in zip(np.atleast_1d(axes), coords.items(), strict=True):
-        ax.scatter(xy[:, 0], xy[:, 1], c=labels, cmap="tab20", s=6, alpha=0.7, label="item (colour: its cluster)")
+    fig, axes = plt.subplots(1, len(coords), figsize=(WIDTH, 4.6), squeeze=False, layout="constrained")
+    labels = np.asarray(labels, dtype=int)
+    medoids = np.asarray(medoids, dtype=int)
+    largest = np.argsort(-np.bincount(labels, minlength=len(medoids)), kind="stable")[:highlight]
+    for ax, (view, xy) in zip(axes[0], coords.items(), strict=True):
+        ax.scatter(xy[:, 0], xy[:, 1], c="#C8C8C8", s=6, label="item")
+        for colour, cluster in zip(GROUP_COLOURS, largest, strict=False):
+            mine = labels == cluster
+            ax.scatter(*xy[mine].T, c=colour, s=9, label=f"cluster of item {medoids[cluster]} ({mine.sum()} items)")
         ax.scatter(xy[medoids, 0], xy[medoids, 1], c="black", marker="x", s=30, label="coreset item (medoid)")
-        ax.legend(loc="lower right", fontsize=7)
-        ax.set_title(f"{view}: mean item-to-medoid distance {distances[view]['mean_distance']:.2f}", fontsize=9)
+        ax.set_title(f"by {view}: mean item-to-medoid distance {distances[view]['mean_distance']:.2f}", fontsize=11)
+        ax.set_xlabel("embedding dimension 1")
+        ax.set_ylabel("embedding dimension 2")
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    _legend_below(fig, axes[0, 0].get_legend_handles_labels(), ncol=3)
+    fig.suptitle(f"{title}\n(the {highlight} largest clusters coloured, the others grey)" if title else "")
+    _save(fig, path)
     return fig
 
 
 def plot_precision(table: pd.DataFrame, path: str | Path):
     """Items asked against the requested precision, one panel per benchmark and a colour per method: the
-    sequential mode's mean (solid) beside the fixed budget that brings 90% of the targets to that precision
-    (dashed); a hollow marker where fewer than 90% of the targets reach the precision by the maximum."""
-    plt, sns = plotting()
+    sequential mode's mean (solid, ± one standard error where the table has ``items_se``) beside the fixed
+    budget that brings 90% of the targets to that precision (dashed); a hollow marker where fewer than 90%
+    of the targets reach the precision by the maximum."""
+    plt, _ = plotting()
     names = list(dict.fromkeys(table["benchmark"]))
-    methods = list(dict.fromkeys(table["method"]))
-    fig, axes = plt.subplots(1, len(names), figsize=(3.1 * len(names), 3.7), sharey=True, squeeze=False)
-    colour = dict(zip(methods, sns.color_palette("colorblind"), strict=False))
-    for ax, name in zip(axes[0], names, strict=True):
+    methods = method_order(table["method"])
+    precisions = sorted(table["precision"].unique())
+    fig, axes, spare = _grid(len(names), 3, 3.3, sharey=True)
+    for ax, name in zip(axes, names, strict=True):
         top = table.loc[table["benchmark"] == name, "max_budget"].iloc[0]
-        ax.axhline(top, color="grey", lw=0.8, ls="-.", label="maximum budget")
+        ax.axhline(top, color=NEUTRAL, lw=1, ls="-.")
         for method in methods:
             rows = table[(table["benchmark"] == name) & (table["method"] == method)].sort_values("precision")
-            x, c = rows["precision"].to_numpy(), colour[method]
+            x, c = rows["precision"].to_numpy(), method_colour(method)
             short = rows["precision_met"].to_numpy() < 0.9
-            ax.plot(x, rows["items_mean"], color=c, marker="o", label=f"{method}: sequential, mean items")
+            ax.errorbar(x, rows["items_mean"], yerr=rows.get("items_se"), color=c, marker="o", ms=5, capsize=2)
             ax.scatter(x[short], rows["items_mean"].to_numpy()[short], s=80, facecolors="white", edgecolors=c, zorder=3)
-            ax.plot(
-                x, rows["fixed_budget"], color=c, ls="--", marker="s", ms=4, label=f"{method}: fixed budget for 90%"
-            )
+            ax.plot(x, rows["fixed_budget"], color=c, ls="--", marker="s", ms=4)
             # a cross on the maximum: no fixed budget up to it brings 90% of the targets to the precision
             none = rows["fixed_budget"].isna().to_numpy()
             ax.scatter(x[none], np.full(none.sum(), top), marker="X", s=45, color=c, zorder=3)
-        ax.set_title(name)
+        ax.set_title(name, fontsize=11)
+        ax.set_xticks(precisions, [f"{p:.2f}" for p in precisions], fontsize=9)
+        ax.set_xlim(max(precisions) + 0.005, min(precisions) - 0.005)  # tighter precision to the right: more items
         ax.set_xlabel("requested precision (±)")
-        ax.invert_xaxis()  # tighter precision to the right: more items
-    axes[0][0].set_ylabel("items asked per target")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    handles.append(plt.Line2D([], [], ls="none", marker="o", mfc="white", mec="grey", ms=9))
-    labels.append("hollow: < 90% of targets reach it")
-    handles.append(plt.Line2D([], [], ls="none", marker="X", color="grey", ms=7))
-    labels.append("cross: no fixed budget up to the maximum")
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize="small", frameon=False)
-    fig.tight_layout(rect=(0, 0.16, 1, 1))
-    fig.savefig(path, dpi=110)
+        ax.set_ylabel("items asked per target")
+        ax.yaxis.set_tick_params(labelleft=True)
+    line = plt.Line2D
+    handles = [line([], [], color=method_colour(m), lw=3) for m in methods]
+    labels = list(methods)
+    handles += [
+        line([], [], color="black", marker="o", ms=5),
+        line([], [], color="black", ls="--", marker="s", ms=4),
+        line([], [], color=NEUTRAL, ls="-.", lw=1),
+        line([], [], ls="none", marker="o", mfc="white", mec="black", ms=9),
+        line([], [], ls="none", marker="X", color="black", ms=7),
+    ]
+    labels += [
+        "sequential mode: mean items asked",
+        "fixed budget: 90% of targets there",
+        "maximum budget",
+        "hollow: < 90% of targets reach it",
+        "cross: no fixed budget up to the maximum",
+    ]
+    if spare:
+        for ax in spare:
+            ax.set_axis_off()
+        spare[0].legend(handles, labels, loc="center", frameon=False)
+    else:
+        _legend_below(fig, (handles, labels), ncol=3)
+    _save(fig, path)
     return fig
 
 
-def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title: str = ""):
+def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title: str = "", *, method: str = ""):
     """One model round by round: its estimate and interval beside its true accuracy (left), and the
-    interval's half-width against the requested precision (right); the rule stops at the star."""
-    plt, sns = plotting()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
-    colours = sns.color_palette("colorblind")
+    interval's half-width against the requested precision (right); the rule stops at the star.
+    ``method`` names the method that made the estimates, for its colour."""
+    plt, _ = plotting()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 4.2))
+    colour, stopped = method_colour(method) if method else "#404040", "black"
     x = frame["budget"].to_numpy()
     stop = frame[frame["stopped"]].iloc[0]
-    left.fill_between(x, frame["low"], frame["high"], color=colours[0], alpha=0.2, label="90% interval")
-    left.plot(x, frame["estimate"], color=colours[0], marker="o", label="estimate")
-    left.axhline(frame["true"].iloc[0], color="black", ls="--", lw=1, label="true accuracy (all items)")
-    left.plot([stop["budget"]], [stop["estimate"]], marker="*", ms=16, color=colours[3], ls="none", label="stop")
+    left.fill_between(x, frame["low"], frame["high"], color=colour, alpha=0.2, label="90% interval")
+    left.plot(x, frame["estimate"], color=colour, marker="o", label="estimate")
+    left.axhline(frame["true"].iloc[0], color=NEUTRAL, ls="--", lw=1.2, label="true accuracy (all items)")
+    left.plot([stop["budget"]], [stop["estimate"]], marker="*", ms=16, color=stopped, ls="none", label="stop")
     left.set_xlabel("items asked")
     left.set_ylabel("accuracy")
-    below = {"fontsize": "small", "loc": "upper center", "bbox_to_anchor": (0.5, -0.2), "ncol": 2}
+    below = {"fontsize": LEGEND_SIZE, "loc": "upper center", "bbox_to_anchor": (0.5, -0.2), "ncol": 2}
     left.legend(**below)  # below the axes: inside, it covered the band
-    right.plot(x, frame["halfwidth"], color=colours[0], marker="o", label="interval half-width")
-    right.axhline(precision, color=colours[3], ls="--", label=f"requested precision ±{precision}")
-    right.plot([stop["budget"]], [stop["halfwidth"]], marker="*", ms=16, color=colours[3], ls="none")
+    right.plot(x, frame["halfwidth"], color=colour, marker="o", label="interval half-width")
+    right.axhline(precision, color=NEUTRAL, ls="--", lw=1.2, label=f"requested precision ±{precision}")
+    right.plot([stop["budget"]], [stop["halfwidth"]], marker="*", ms=16, color=stopped, ls="none")
     right.set_xlabel("items asked")
     right.set_ylabel("half-width")
     right.legend(**below)
@@ -406,9 +751,9 @@ def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title
 # The walkthrough's figures
 
 #: The two estimates the walkthrough compares, one colour each (seaborn's colour-blind palette).
-WALKTHROUGH_COLOURS = {"calibrated estimate": "#0173b2", "plain mean of the probe": "#de8f05"}
+WALKTHROUGH_COLOURS = {"calibrated estimate": METHOD_COLOURS["tailoredbench"], "plain mean of the probe": NEUTRAL}
 #: Colours of the clusters a cluster map shows (seaborn's colour-blind palette without its grey).
-CLUSTER_COLOURS = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#56b4e9", "#ece133")
+CLUSTER_COLOURS = tuple(colour for name, colour in OKABE_ITO.items() if name != "black")
 
 
 def plot_pipeline(path=None):

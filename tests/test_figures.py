@@ -1,0 +1,170 @@
+"""The figures' palette (one colour per method, whatever its label) and what the figures show a reader."""
+
+import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from tailoredbench import figures
+from tailoredbench.errors import TailoredBenchError
+from tailoredbench.methods import METHODS
+from tailoredbench.stacking import DEFAULT_VARIANT, VARIANTS
+
+
+@pytest.fixture(autouse=True)
+def closed():
+    yield
+    plt.close("all")
+
+
+def test_every_method_has_its_own_colour_and_marker_from_the_colour_blind_safe_palette():
+    assert set(METHODS) | {"fluid"} <= set(figures.METHOD_COLOURS)
+    colours = list(figures.METHOD_COLOURS.values())
+    assert len(set(colours)) == len(colours)
+    assert set(colours) <= set(figures.OKABE_ITO.values())
+    assert figures.NEUTRAL not in colours
+    assert set(figures.METHOD_MARKERS) == set(figures.METHOD_COLOURS)
+    assert len(set(figures.METHOD_MARKERS.values())) == len(figures.METHOD_MARKERS)
+
+
+def test_a_label_takes_its_methods_colour():
+    colour = figures.method_colour
+    tailored, plus = figures.METHOD_COLOURS["tailoredbench"], figures.METHOD_COLOURS["tailored_plus"]
+    assert colour("TailoredBench (faithful)") == colour("faithful TailoredBench") == tailored
+    assert colour("tailored_plus[calibrated]") == tailored  # the faithful estimate
+    assert colour(f"tailored_plus[{DEFAULT_VARIANT}]") == colour("TailoredBench+ (chosen)") == plus
+    assert colour(f"TailoredBench+ ({DEFAULT_VARIANT})") == colour("TailoredBench+") == plus
+    assert colour("gp-IRT") == colour("gp_irt") == figures.METHOD_COLOURS["gp_irt"]
+    assert colour("AnchorPoints") == colour("anchor points") == figures.METHOD_COLOURS["anchor_points"]
+    assert colour("best baseline") == figures.NEUTRAL
+    with pytest.raises(TailoredBenchError, match="no colour"):
+        colour("somebody's method")
+
+
+def test_tailored_plus_variants_are_shades_of_one_hue_and_no_other_methods_colour():
+    shades = [
+        figures.method_colour(f"tailored_plus[{v}]") for v in VARIANTS if v not in ("calibrated", DEFAULT_VARIANT)
+    ]
+    assert len(set(shades)) == len(shades)
+    assert not set(shades) & set(figures.METHOD_COLOURS.values())
+    assert figures.method_colour("TailoredBench+ (mix)") == figures.method_colour("tailored_plus[mix]")
+
+
+def test_methods_come_in_the_reports_order():
+    names = ["random", "tailored_plus[stacked]", "gp_irt", "tailored_plus[calibrated]", "tailoredbench"]
+    assert figures.method_order(names) == [
+        "tailoredbench",
+        "tailored_plus[calibrated]",
+        "tailored_plus[stacked]",
+        "random",
+        "gp_irt",
+    ]
+
+
+def summary_of(benchmarks, methods, budgets=(10, 20)):
+    rows = [
+        {
+            "benchmark": b,
+            "method": m,
+            "budget": n,
+            "mae": 0.05 - 0.001 * n,
+            "mae_se": 0.002,
+            "kendall_tau": 0.7,
+            "kendall_tau_se": 0.01,
+            "coverage": 0.9,
+            "width": 0.1,
+        }
+        for b in benchmarks
+        for m in methods
+        for n in budgets
+    ]
+    return pd.DataFrame(rows)
+
+
+def line_colours(ax):
+    return {line.get_label(): matplotlib.colors.to_hex(line.get_color()) for line in ax.get_lines()}
+
+
+def test_the_beyond_figure_colours_by_method_and_gives_coverage_its_error_bars(tmp_path):
+    summary = summary_of(["a", "b"], ["tailored_plus[calibrated]", "tailored_plus[stacked]", "gp_irt"])
+    labels = {
+        "gp_irt": "gp_irt",
+        "tailored_plus[calibrated]": "TailoredBench (faithful)",
+        "tailored_plus[stacked]": "TailoredBench+ (stacked)",
+    }
+    spread = pd.DataFrame(
+        {"benchmark": ["a", "b"] * 3, "method": [m for m in labels for _ in "ab"], "coverage_se": 0.02}
+    )
+    fig = figures.plot_beyond(summary, tmp_path / "beyond.png", labels, coverage=spread)
+    assert (tmp_path / "beyond.png").is_file()
+    coverage = fig.axes[2]
+    assert coverage.get_ylabel().startswith("interval coverage")
+    assert [t.get_text() for t in coverage.get_xticklabels()] == ["a", "b"]
+    bars = [c for c in coverage.containers if isinstance(c, matplotlib.container.BarContainer)]
+    assert len(bars) == 6 and all(bar.errorbar is not None for bar in bars)  # per benchmark and method
+    faithful = [b.patches[0].get_facecolor() for b in bars if b.get_label() == "TailoredBench (faithful)"]
+    assert matplotlib.colors.to_hex(faithful[0]) == figures.METHOD_COLOURS["tailoredbench"]
+
+
+def test_every_requested_precision_is_labelled(tmp_path):
+    rows = [
+        {
+            "benchmark": b,
+            "method": m,
+            "precision": p,
+            "max_budget": 60,
+            "precision_met": 0.95,
+            "items_mean": 20 / p / 10,
+            "fixed_budget": 40.0,
+        }
+        for b in ("a", "b")
+        for m in ("tailoredbench", "tailored_plus")
+        for p in (0.03, 0.04, 0.05, 0.06, 0.08, 0.1)
+    ]
+    fig = figures.plot_precision(pd.DataFrame(rows), tmp_path / "precision.png")
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks == ["0.03", "0.04", "0.05", "0.06", "0.08", "0.10"]
+    assert all(ax.get_xlabel() and ax.get_ylabel() for ax in fig.axes[:2])
+
+
+def test_the_family_heatmap_has_the_same_families_on_both_axes(tmp_path):
+    frame = pd.DataFrame(
+        [
+            ("Llama", "Llama", 6),
+            ("Llama", "Qwen", 2),
+            ("Llama", "Yi", 2),
+            ("Qwen", "Qwen", 5),
+            ("Qwen", "Llama", 5),
+            ("Yi", "Llama", 1),
+        ],
+        columns=["target_family", "source_family", "n"],
+    )
+    frame["share"] = frame["n"] / frame.groupby("target_family")["n"].transform("sum")
+    frame["base"] = frame["source_family"].map({"Llama": 0.5, "Qwen": 0.3, "Yi": 0.2})
+    frame["targets"] = frame["target_family"].map({"Llama": 4, "Qwen": 3, "Yi": 1})
+    fig = figures.plot_family_heatmap(frame, tmp_path / "families.png", title="x", min_targets=3)
+    ax = fig.axes[0]
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    columns = [t.get_text() for t in ax.get_xticklabels()]
+    assert rows[:2] == columns[:2] == ["Llama", "Qwen"]
+    assert columns[2] == "all other families" and rows[2].startswith("all source models")
+    assert fig.axes[1].get_ylabel()  # the colour bar says what it measures
+    assert [t.get_text() for t in ax.texts][:3] == ["60", "20", "20"]
+
+
+def test_the_probe_picture_colours_few_clusters(tmp_path, rng):
+    source = (rng.random((12, 80)) < 0.5).astype(float)
+    labels = rng.integers(0, 10, 80)
+    fig = figures.plot_probe(source, [0, 1, 2], [3, 4, 5, 6, 7, 8, 9], labels=labels, path=tmp_path / "probe.png")
+    ax = fig.axes[0]
+    clusters = [c for c in ax.collections if c.get_label().startswith("cluster of")]
+    assert len(clusters) == 3
+    assert "native sources' space" in ax.get_title()
+    figures.plot_probe(source, [0, 1, 2], [3, 4], labels=labels % 5, native=[0, 3, 5, 7], path=tmp_path / "native.png")
+
+
+def test_figures_are_notebook_wide(tmp_path):
+    summary = summary_of(["a"], ["tailoredbench", "random"]).drop(columns="benchmark")
+    fig = figures.plot_budget_curves(summary, tmp_path / "curves.png")
+    assert fig.get_size_inches()[0] == figures.WIDTH
+    assert line_colours(fig.axes[0])  # drawn
