@@ -750,9 +750,9 @@ def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title
 
 # The walkthrough's figures
 
-#: The two estimates the walkthrough compares, one colour each (seaborn's colour-blind palette).
+#: The two estimates the walkthrough compares: TailoredBench's colour, and grey for the plain mean.
 WALKTHROUGH_COLOURS = {"calibrated estimate": METHOD_COLOURS["tailoredbench"], "plain mean of the probe": NEUTRAL}
-#: Colours of the clusters a cluster map shows (seaborn's colour-blind palette without its grey).
+#: Colours of the clusters a cluster map shows: the palette without black, which marks the G-set.
 CLUSTER_COLOURS = tuple(colour for name, colour in OKABE_ITO.items() if name != "black")
 
 
