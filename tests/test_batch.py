@@ -5,6 +5,7 @@ The notebooks here are synthetic: each records what it saw, sleeps, and can be t
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -113,11 +114,15 @@ def test_a_failure_leaves_the_report_as_it_was_and_stops_the_run(notebooks, tmp_
     assert not (out / ".one.partial").exists() and not (out / "two").exists()
 
 
-def test_no_kernel_socket_folder_is_left(notebooks, tmp_path):
-    before = set(os.listdir(tempfile.gettempdir()))
-    reproduce(["one"], notebooks_dir=notebooks, output_dir=tmp_path / "reports", log=print)
-    left = {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("tailoredbench-kernel-")}
-    assert not left
+def test_no_kernel_socket_folder_is_left(notebooks, tmp_path, monkeypatch):
+    # a private temporary folder, short enough for socket paths: other runs on the machine make folders too
+    private = tempfile.mkdtemp(prefix="tb-")
+    try:
+        monkeypatch.setenv("TMPDIR", private)
+        reproduce(["one"], notebooks_dir=notebooks, output_dir=tmp_path / "reports", log=print)
+        assert not [n for n in os.listdir(private) if n.startswith("tailoredbench-kernel-")]
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
