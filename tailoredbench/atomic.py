@@ -4,13 +4,24 @@ A reader (or a crash, or Ctrl-C) never sees half a file: ``os.replace`` is atomi
 one file system, and the temporary file lives in the target's own folder. The file gets
 the mode a plain ``open`` would give it (``0o666`` less the umask), not the temporary
 file's private ``0o600``.
+
+With ``replace=False`` the file is only created: the finished temporary file is
+hard-linked to the target, which fails if anything is there by then, even a dangling
+symbolic link, so a file that appeared while the data was computed is never replaced.
+A symbolic link at the target is followed (the file it points to is written), never
+replaced. Errors name the target the caller asked for, never the temporary file.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import tempfile
 from pathlib import Path
+
+#: A hard link refused for want of support (not because the target exists): create exclusively instead.
+_NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK}
 
 
 def umask() -> int:
@@ -27,22 +38,85 @@ def umask() -> int:
     return mask
 
 
-def write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically; returns the path."""
+def _named(err: OSError, path: str | Path) -> OSError:
+    """``err`` naming ``path`` (a full disk names no file, a refused temporary file a random one)."""
+    if err.errno is None:
+        return err
+    return OSError(err.errno, err.strerror, str(path))  # OSError picks the subclass (PermissionError ...)
+
+
+def target(path: str | Path) -> Path:
+    """Where writing ``path`` puts the data: the file at the end of its symbolic links, else ``path``."""
     path = Path(path)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def stage(path: str | Path, data: bytes) -> Path:
+    """A finished temporary file holding ``data``, beside ``path``'s :func:`target`, for :func:`place`."""
+    folder = target(path).parent
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=".tmp", dir=folder)
+    except OSError as err:
+        raise _named(err, path) from None
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
         # mkstemp's 0o600 would otherwise survive the rename
         os.chmod(temporary, 0o666 & ~umask())
-        os.replace(temporary, path)
-    except BaseException:
+    except BaseException as err:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise _named(err, path) from None
         raise
+    return Path(temporary)
+
+
+def place(temporary: Path, path: str | Path, *, replace: bool = True) -> Path:
+    """Put a file from :func:`stage` at ``path``: over what is there, or only where nothing is (``replace=False``).
+
+    ``FileExistsError`` (naming ``path``) when ``replace`` is false and anything is at ``path``.
+    """
+    path = Path(path)
+    try:
+        if replace:
+            os.replace(temporary, target(path))
+        else:
+            _create(temporary, path)
+    except OSError as err:
+        raise _named(err, path) from None
+    finally:
+        Path(temporary).unlink(missing_ok=True)
     return path
 
 
-def write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically; returns the path."""
-    return write_bytes(path, text.encode("utf-8"))
+def _create(temporary: Path, path: Path) -> None:
+    try:
+        os.link(temporary, path)
+    except OSError as err:
+        if err.errno not in _NO_LINKS:
+            raise
+        # no hard links on this file system: an exclusive create, then a copy
+        with open(temporary, "rb") as source, open(path, "xb") as out:
+            try:
+                shutil.copyfileobj(source, out)
+            except BaseException:
+                os.unlink(path)
+                raise
+
+
+def discard(temporary: Path) -> None:
+    """Remove a file from :func:`stage` that is not to be placed."""
+    Path(temporary).unlink(missing_ok=True)
+
+
+def write_bytes(path: str | Path, data: bytes, *, replace: bool = True) -> Path:
+    """Write ``data`` to ``path`` atomically; returns the path.
+
+    ``replace=False``: only if nothing is at ``path`` when the file is put there, else ``FileExistsError``.
+    """
+    return place(stage(path, data), path, replace=replace)
+
+
+def write_text(path: str | Path, text: str, *, replace: bool = True) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically; returns the path (see :func:`write_bytes`)."""
+    return write_bytes(path, text.encode("utf-8"), replace=replace)

@@ -70,8 +70,26 @@ def _add_precision(parser, what: str) -> None:
     )
 
 
+class _Store(argparse.Action):
+    """An option's value: a list option given again adds up, any other given twice is refused (else the last won)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given", set())
+        if isinstance(values, list):
+            values = [*getattr(namespace, self.dest), *values] if self.dest in given else values
+        elif self.dest in given:
+            raise argparse.ArgumentError(self, "given twice; give it once")
+        given.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with the package's one-line errors (exit code 2) instead of a usage block."""
+    """argparse with the package's one-line errors (exit code 2) instead of a usage block, and :class:`_Store`."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in (None, "store", "extend"):
+            self.register("action", name, _Store)
 
     def error(self, message):
         self.exit(2, f"tailoredbench: error: {message}\n")
@@ -164,12 +182,20 @@ def _check_output(path: str | None, force: bool) -> None:
     target = Path(path)
     if target.is_dir():
         raise TailoredBenchError(f"{target}: a folder; give a file name")
-    if target.exists() and not force:
+    if os.path.lexists(target) and not force:  # a dangling symbolic link too: it is the user's
         raise TailoredBenchError(f"{target}: exists; add --force to replace it")
     if not target.parent.is_dir():
         raise TailoredBenchError(f"{target.parent}: no such folder")
     if not os.access(target.parent, os.W_OK):
         raise TailoredBenchError(f"{target.parent}: not writable")
+
+
+def _write_output(path: str, text: str, force: bool) -> None:
+    """Write an output file once the work is done: one that appeared meanwhile is kept unless ``force``."""
+    try:
+        atomic.write_text(path, text, replace=force)
+    except FileExistsError:
+        raise TailoredBenchError(f"{path}: exists; add --force to replace it") from None
 
 
 def _check_precision_args(args) -> None:
@@ -224,7 +250,7 @@ def _simulate(args) -> int:
         return _simulate_precision(args, bench, common)
     sim = simulate(bench, budgets=args.budget, interval=None if args.no_interval else args.interval, **common)
     if args.tidy:
-        atomic.write_text(args.tidy, sim.results.to_csv(index=False))
+        _write_output(args.tidy, sim.results.to_csv(index=False), args.force)
     records = []
     for _, row in sim.summary.iterrows():
         records.append(_record(args, bench, row, sim.seconds_per_run, budget=int(row["budget"])))
@@ -273,7 +299,7 @@ def _simulate_precision(args, bench, common) -> int:
     rounds = simulate_rounds(bench, max_budget=args.max_budget, step=args.round_size, level=args.interval, **common)
     outcome = stop(rounds, args.precision)
     if args.tidy:  # one row per (run, method, target), with the items it used
-        atomic.write_text(args.tidy, outcome.results.to_csv(index=False))
+        _write_output(args.tidy, outcome.results.to_csv(index=False), args.force)
     settings = {"precision": args.precision, "max_budget": args.max_budget, "round_size": args.round_size}
     records = []
     for _, row in outcome.summary.iterrows():
@@ -388,15 +414,22 @@ def _reproduce(args) -> int:
     return 0
 
 
+def _os_error(err: OSError) -> str:
+    """An operating system's error in one line, naming its file when it has one."""
+    if err.filename and err.strerror:
+        return f"{err.filename}: {err.strerror}"
+    return f"{type(err).__name__}: {err}"
+
+
 def main(argv=None) -> int:
     """Entry point of the ``tailoredbench`` command."""
-    parser = _build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as stop:  # --help, or a one-line usage error (code 2)
-        return stop.code if isinstance(stop.code, int) else 2
-    pin_data_dir()
-    try:
+        parser = _build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as stop:  # --help, or a one-line usage error (code 2)
+            return stop.code if isinstance(stop.code, int) else 2
+        pin_data_dir()
         command = {"simulate": _simulate, "plan": _plan, "estimate": _estimate, "reproduce": _reproduce}
         return command[args.command](args)
     except BrokenPipeError:
@@ -407,10 +440,14 @@ def main(argv=None) -> int:
     except TailoredBenchError as err:
         print(f"tailoredbench: error: {err}", file=sys.stderr)
         return 2
-    except (OSError, MemoryError) as err:
+    except OSError as err:
+        print(f"tailoredbench: error: {_os_error(err)}", file=sys.stderr)
+        return 2
+    except MemoryError as err:
         print(f"tailoredbench: error: {type(err).__name__}: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for it
+        print("tailoredbench: interrupted", file=sys.stderr)
         return 130
 
 

@@ -139,7 +139,7 @@ class TailoredBench:
         self._fitted()
         precision = check_precision(precision)
         level = check_level(level)
-        budgets = round_budgets(len(self.g_set_), step, max_budget)
+        budgets = round_budgets(len(self.g_set_), step, max_budget, self.source_.shape[1])
         for budget in budgets:
             check_budget(budget, len(self.g_set_), self.source_.shape[1])
 

@@ -65,7 +65,7 @@ def simulate_rounds(
             )
     options = {**(method_options or {}), "grow": True}
     specs = [replace(s, options=MappingProxyType({**s.options, "grow": True})) for s in specs]
-    budgets = round_budgets(g_size, step, max_budget)
+    budgets = round_budgets(g_size, step, max_budget, getattr(benchmark, "n_items", None))
     return simulate(
         benchmark, specs, budgets, g_size=g_size, distance=distance, method_options=options, interval=level, **kwargs
     )

@@ -20,12 +20,17 @@ FACTOR_STEP = 0.01
 MAX_FACTOR = 100.0
 
 
-def round_budgets(g_size: int, step: int, max_budget: int) -> tuple[int, ...]:
-    """The probe's size after each round of the sequential mode: ``g_size + step``, ``+ 2 step``, ... ``max_budget``."""
+def round_budgets(g_size: int, step: int, max_budget: int, n_items: int | None = None) -> tuple[int, ...]:
+    """The probe's size after each round of the sequential mode: ``g_size + step``, ``+ 2 step``, ... ``max_budget``.
+
+    ``n_items``, the benchmark's item count, if known: ``max_budget`` may not exceed it.
+    """
     g_size, step = check_integer(g_size, "g_size", 1), check_integer(step, "round size", 1)
     max_budget = check_integer(max_budget, "max budget")
     if max_budget <= g_size:
         raise TailoredBenchError(f"the maximum budget {max_budget} must exceed the G-set size {g_size}")
+    if n_items is not None and max_budget > n_items:
+        raise TailoredBenchError(f"the maximum budget {max_budget} exceeds the item count {n_items}")
     return (*range(g_size + step, max_budget, step), max_budget)
 
 

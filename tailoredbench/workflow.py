@@ -20,14 +20,25 @@ source models when the rounds are first planned (seconds), it is stored in the s
 
 ``state.json`` is a :class:`PlanState`, checked whole when read, as are the hashes of
 the data files it was planned on. The samples of one plan must come from one model.
-Files are written atomically, and a plan folder in use is not overwritten without ``force``.
+
+A plan folder is one transaction. A command holds the folder's lock from its first check
+to its last write (shared by commands that only read), so a second command on the folder
+is refused rather than interleaved. A step's files are written beside their targets and
+put in place together, ``state.json`` last, recording the sha256 of every other file: a
+step that fails before then changes nothing, and one stopped in between (killed, say)
+leaves files that disagree with ``state.json``, read as an interrupted plan that
+``force`` redoes. Nothing of a plan is replaced without ``force`` but by the same step.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
+import os
+import re
+import sys
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,9 +54,18 @@ from .errors import TailoredBenchError, check_integer
 from .estimator import TailoredBench
 from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
 
+if sys.platform != "win32":
+    import fcntl
+
 STATE, G_SET, N_SET = "state.json", "g_set.json", "n_set.json"
 #: The sequential mode's files: round k's new items.
 ROUND = "round_{}.json"
+#: The files of a plan besides ``state.json``, which records each one's sha256.
+PLAN_FILE = re.compile(r"(g_set|n_set|round_[1-9][0-9]*)\.json")
+#: The temporary files of a step's files (see tailoredbench.atomic.stage).
+_STAGED = re.compile(r"\.(state|g_set|n_set|round_[1-9][0-9]*)\.json\..+\.tmp")
+#: How a command refuses a plan folder that another command holds.
+IN_USE = "in use by another command; try again when it has ended"
 #: The estimate's interval (calibrated on the source models, see tailoredbench.conformal).
 INTERVAL_LEVEL = 0.9
 
@@ -167,15 +187,23 @@ class PlanState:
         """This plan with ``step`` in place of its own, as this package version writes it."""
         return dataclasses.replace(self, step=step, tailoredbench_version=__version__)
 
-    def to_json(self) -> str:
+    def to_json(self, files: typing.Mapping[str, str] | None = None) -> str:
+        """The JSON of ``state.json``; ``files``, the sha256 of each other file of the plan, is sealed in with it."""
         body = dataclasses.asdict(self)
         step = {k: v for k, v in (body.pop("step") or {}).items() if v is not None}
         body = {"state_format": self.FORMAT, "tailoredbench_version": body.pop("tailoredbench_version"), **body, **step}
+        if files is not None:
+            body["files"] = dict(sorted(files.items()))
         return json.dumps({**body, "checksum": _checksum(body)}, indent=1) + "\n"
 
     @classmethod
     def from_json(cls, text: str) -> PlanState:
         """The state of a :meth:`to_json` text, or a one-line error saying what is wrong with it."""
+        return cls.parse(text)[0]
+
+    @classmethod
+    def parse(cls, text: str) -> tuple[PlanState, dict[str, str] | None]:
+        """The state of a :meth:`to_json` text and the file hashes it records (None if it records none)."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError:
@@ -188,12 +216,151 @@ class PlanState:
         fields = {**data, "rule": _build(StoppingRule, rule)} if isinstance(rule, dict) else data
         kind = NSet if "budget" in data else Rounds if "precision" in data else None
         state = _build(cls, {**fields, "step": kind and _build(kind, fields)})
+        files = data.get("files")
+        hashes = isinstance(files, dict) and all(
+            PLAN_FILE.fullmatch(k) and isinstance(v, str) and re.fullmatch("[0-9a-f]{64}", v) for k, v in files.items()
+        )
+        _require(files is None or (hashes and G_SET in files), "'files' is not the sha256 of each plan file")
         _require(data.get("checksum") == _checksum(data), "its contents do not match its checksum (edited or damaged)")
-        return state
+        return state, files
 
 
-def _write_json(path: Path, value) -> None:
-    atomic.write_text(path, json.dumps(value, indent=1) + "\n")
+def _json(value) -> str:
+    return json.dumps(value, indent=1) + "\n"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _digest(path: Path) -> str | None:
+    """The sha256 of the file at ``path``, or None if there is none to read."""
+    try:
+        return _sha256(path.read_bytes())
+    except OSError:
+        return None
+
+
+def _plan_files(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir() if PLAN_FILE.fullmatch(p.name)}
+
+
+@contextlib.contextmanager
+def _locked(folder: Path, shared: bool = False):
+    """Hold ``folder``'s lock: exclusive for a command that writes, shared for one that only reads.
+
+    The lock is ``flock`` on the folder itself: the system drops it when the process ends,
+    however it ends, so a killed command leaves no stale lock (and no lock file).
+    Windows has no ``flock``: there a plan folder is not locked.
+    """
+    if sys.platform == "win32":
+        yield
+        return
+    try:
+        handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        raise TailoredBenchError(
+            f"{folder / STATE}: no plan state; run 'tailoredbench plan --benchmark ...' first"
+        ) from None
+    except NotADirectoryError:
+        raise TailoredBenchError(f"{folder}: not a folder") from None
+    try:
+        try:
+            fcntl.flock(handle, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TailoredBenchError(f"{folder}: {IN_USE}") from None
+        except OSError as err:  # a file system without locks: reading goes on, writing could interleave
+            if not shared:
+                raise TailoredBenchError(f"{folder}: cannot be locked ({err.strerror}); plan on a local disk") from None
+        try:
+            same = os.path.samestat(os.fstat(handle), os.stat(folder))
+        except FileNotFoundError:
+            same = False
+        if not same:  # removed (or made again) by another command since it was opened
+            raise TailoredBenchError(f"{folder}: {IN_USE}")
+        yield
+    finally:
+        os.close(handle)  # and with it the lock
+
+
+def _interrupted(folder: Path, problem: str, step_1: bool) -> TailoredBenchError:
+    redo = f"plan --benchmark ... --out {folder}" if step_1 else f"plan --state {folder} ..."
+    return TailoredBenchError(f"{folder}: interrupted plan ({problem}); rerun 'tailoredbench {redo} --force'")
+
+
+def _check_files(folder: Path, files: dict[str, str] | None, step: bool = True) -> None:
+    """Refuse a plan whose files are not those ``state.json`` records: a step stopped between its files.
+
+    ``step=False`` checks step 1's G-set only, for a forced step 2 that rewrites the rest.
+    A state that records no files (written before they were recorded) is taken as it is.
+    """
+    if files is None:
+        return
+    for name in sorted(_plan_files(folder) | set(files)):
+        if not step and name != G_SET:
+            continue
+        if name not in files:
+            problem = f"{name} is not in {STATE}"
+        elif not (folder / name).exists():
+            problem = f"{name} is missing"
+        elif _digest(folder / name) != files[name]:
+            problem = f"{name} does not match {STATE}"
+        else:
+            continue
+        raise _interrupted(folder, problem, name == G_SET)
+
+
+class _Step:
+    """One plan step's files: written beside their targets, then put in place together, ``state.json`` last.
+
+    Nothing changes before :meth:`commit`, and a step that fails before it leaves no
+    file behind. ``replaces``: the names this step may write over (the plan's own files,
+    or any with ``force``); any other name is only created, never replaced. A file whose
+    contents are already those to write is left as it is.
+    """
+
+    def __init__(self, folder: Path, replaces: typing.Callable[[str], bool]):
+        self.folder, self.replaces = folder, replaces
+        self.staged: dict[str, Path] = {}
+        self.files: dict[str, str] = {}
+        for left in folder.iterdir():  # left by a killed command: under the lock no other is writing
+            if _STAGED.fullmatch(left.name):
+                left.unlink(missing_ok=True)
+
+    def __enter__(self) -> _Step:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for temporary in self.staged.values():
+            atomic.discard(temporary)
+
+    def write(self, name: str, text: str) -> None:
+        data = text.encode("utf-8")
+        self.files[name] = _sha256(data)
+        if _digest(self.folder / name) != self.files[name]:
+            self.staged[name] = atomic.stage(self.folder / name, data)
+
+    def keep(self, name: str) -> None:
+        digest = _digest(self.folder / name)
+        if digest is None:
+            raise _interrupted(self.folder, f"{name} is missing", name == G_SET)
+        self.files[name] = digest
+
+    def commit(self, state: PlanState) -> None:
+        """Put the files in place, remove the plan's files this step does not keep, and write ``state.json``."""
+        self.staged[STATE] = atomic.stage(self.folder / STATE, state.to_json(self.files).encode("utf-8"))
+        for name in [n for n in self.staged if n != STATE]:
+            self._place(name)
+        for name in sorted(_plan_files(self.folder) - set(self.files)):
+            (self.folder / name).unlink()
+        self._place(STATE)
+
+    def _place(self, name: str) -> None:
+        path = self.folder / name
+        try:
+            atomic.place(self.staged.pop(name), path, replace=self.replaces(name))
+        except FileExistsError:
+            raise TailoredBenchError(f"{path}: appeared while the plan was made; add --force to replace it") from None
 
 
 def _data_hashes(bench) -> tuple[str, ...]:
@@ -227,14 +394,31 @@ def plan_g_set(
     """Step 1: write ``g_set.json`` (the G-set for lm-eval's ``--samples``) and ``state.json``.
 
     A folder that already holds files is refused unless ``force``: it may hold a plan
-    whose N-set a model is being run on. With ``force`` the old plan's files go.
+    whose N-set a model is being run on. With ``force`` the old plan's files go. A folder
+    this step made is removed again if the step fails.
     """
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise TailoredBenchError(f"{out}: not a folder")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise TailoredBenchError(f"{out}: not empty (a plan may be in use); choose another folder or add --force")
     seed = check_integer(seed, "seed", 0)
+    try:
+        out.mkdir(parents=True)
+        made = True
+    except FileExistsError:
+        made = False
+    with _locked(out):
+        try:
+            return _plan_g_set(benchmark, out, task, metric, g_size, seed, distance, force)
+        except BaseException:
+            if made:
+                with contextlib.suppress(OSError):  # not empty: another command's files are there
+                    out.rmdir()
+            raise
+
+
+def _plan_g_set(benchmark, out: Path, task, metric, g_size, seed, distance, force) -> PlanState:
+    if not force:
+        _check_free(out)
     task = task or benchmark
     bench = load_benchmark(benchmark)
     tb = TailoredBench(g_size, distance, random_state=(seed, 0)).fit(bench.source)
@@ -252,25 +436,56 @@ def plan_g_set(
         g_set=g_items,
         g_set_doc_ids=tuple(bench.source.items[i] for i in g_items),
     )
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in (out / N_SET, *out.glob(ROUND.format("*"))):  # from an older plan in a forced folder
-        stale.unlink(missing_ok=True)
-    _write_json(out / G_SET, samples_argument(task, state.g_set_doc_ids))
-    atomic.write_text(out / STATE, state.to_json())
+    with _Step(out, replaces=lambda name: force) as step:  # the n_set and rounds of an older plan go
+        step.write(G_SET, _json(samples_argument(task, state.g_set_doc_ids)))
+        step.commit(state)
     return state
 
 
-def read_state(folder: str | Path, seed: int | None = None) -> PlanState:
-    """The plan's state, refusing one of another format or seed (another package version's is read)."""
-    path = Path(folder) / STATE
+def _check_free(out: Path) -> None:
+    """Refuse a folder that holds anything: a plan (whole or interrupted) or other files."""
+    names = {p.name for p in out.iterdir() if not _STAGED.fullmatch(p.name)}  # a killed step's temporary files
+    if STATE in names:
+        try:
+            _check_files(out, _read(out)[1])
+        except TailoredBenchError as error:
+            if f"{out}: interrupted" in str(error):
+                raise
+    elif names & _plan_files(out):
+        found = ", ".join(sorted(names & _plan_files(out)))
+        raise _interrupted(out, f"{found} without {STATE}", True)
+    if names:
+        raise TailoredBenchError(
+            f"{out}: not empty (it may hold a plan a model is being run on); choose another folder or add --force"
+        )
+
+
+def _read(folder: Path, seed: int | None = None) -> tuple[PlanState, dict[str, str] | None]:
+    """The plan's state and the file hashes it records, refusing one of another format or seed."""
+    path = folder / STATE
     if not path.is_file():
+        found = _plan_files(folder)
+        if found:
+            raise _interrupted(folder, f"{', '.join(sorted(found))} without {STATE}", True)
         raise TailoredBenchError(f"{path}: no plan state; run 'tailoredbench plan --benchmark ...' first")
     try:
-        state = PlanState.from_json(path.read_text(errors="replace"))
+        state, files = PlanState.parse(path.read_text(errors="replace"))
     except TailoredBenchError as error:
         raise TailoredBenchError(f"{path}: {error}; plan again") from None
     if seed is not None and seed != state.seed:
         raise TailoredBenchError(f"{path}: planned with seed {state.seed}, not {seed}")
+    return state, files
+
+
+def read_state(folder: str | Path, seed: int | None = None) -> PlanState:
+    """The plan's state, refusing one of another format or seed (another package version's is read).
+
+    Refused as well: a plan that a command is writing, or whose files disagree with the state (interrupted).
+    """
+    folder = Path(folder)
+    with _locked(folder, shared=True):
+        state, files = _read(folder, seed)
+        _check_files(folder, files)
     return state
 
 
@@ -322,33 +537,36 @@ def plan_n_set(folder: str | Path, samples, budget: int, seed: int | None = None
     would replace an N-set a model may be running on, and needs ``force``.
     """
     folder = Path(folder)
-    state = read_state(folder, seed)
-    budget = check_integer(budget, "budget")
-    model = _one_model(samples)
-    bench, _, _, probe = _probe(state, samples, budget)
-    names, items = bench.source.models, bench.source.items
-    native = tuple(names[i] for i in probe.native_sources)
-    step = NSet(budget, model, native, tuple(int(i) for i in probe.n_set), tuple(items[i] for i in probe.n_set))
-    old = state.step
-    if isinstance(old, NSet) and old != step and not force:
-        raise TailoredBenchError(
-            f"{folder}: already holds an N-set (budget {old.budget}, model {old.model}); "
-            "planning another would replace it: add --force, or plan into a new folder"
-        )
-    if isinstance(old, Rounds) and not force:
-        raise TailoredBenchError(
-            f"{folder}: holds a plan to precision {old.precision}; add --force to replace it by a fixed budget"
-        )
-    _drop_rounds(folder)
-    state = state.then(step)
-    _write_json(folder / N_SET, samples_argument(state.task, step.n_set_doc_ids))
-    atomic.write_text(folder / STATE, state.to_json())
+    with _locked(folder):
+        state, files = _read(folder, seed)
+        _check_files(folder, files, step=not force)
+        budget = check_integer(budget, "budget")
+        model = _one_model(samples)
+        bench, _, _, probe = _probe(state, samples, budget)
+        names, items = bench.source.models, bench.source.items
+        native = tuple(names[i] for i in probe.native_sources)
+        step = NSet(budget, model, native, tuple(int(i) for i in probe.n_set), tuple(items[i] for i in probe.n_set))
+        old = state.step
+        if isinstance(old, NSet) and old != step and not force:
+            raise TailoredBenchError(
+                f"{folder}: already holds an N-set (budget {old.budget}, model {old.model}); "
+                "planning another would replace it: add --force, or plan into a new folder"
+            )
+        if isinstance(old, Rounds) and not force:
+            raise TailoredBenchError(
+                f"{folder}: holds a plan to precision {old.precision}; add --force to replace it by a fixed budget"
+            )
+        state = state.then(step)
+        with _Step(folder, _replaces(files, force)) as written:  # the rounds of a plan to a precision go
+            written.keep(G_SET)
+            written.write(N_SET, _json(samples_argument(state.task, step.n_set_doc_ids)))
+            written.commit(state)
     return state
 
 
-def _drop_rounds(folder: Path) -> None:
-    for path in folder.glob(ROUND.format("*")):
-        path.unlink()
+def _replaces(files: dict[str, str] | None, force: bool) -> typing.Callable[[str], bool]:
+    """Which files a step 2 may write over: the plan's own (all, with ``force`` or an older state's)."""
+    return lambda name: force or files is None or name in files or name == STATE
 
 
 def _sequential(state: PlanState, samples) -> dict:
@@ -405,7 +623,13 @@ def plan_round(
     answered, the estimate and its interval.
     """
     folder = Path(folder)
-    state = read_state(folder, seed)
+    with _locked(folder):
+        state, files = _read(folder, seed)
+        _check_files(folder, files, step=not force)
+        return _plan_round(folder, state, files, samples, precision, max_budget, round_size, force)
+
+
+def _plan_round(folder: Path, state: PlanState, files, samples, precision, max_budget, round_size, force) -> dict:
     precision = check_precision(precision)
     model = _one_model(samples)
     max_budget, round_size = check_integer(max_budget, "max budget"), check_integer(round_size, "round size", 1)
@@ -428,22 +652,24 @@ def plan_round(
         )
     state = state.then(old if isinstance(old, Rounds) and same else Rounds(**settings, native_sources=(), rounds=()))
     replayed = _sequential(state, samples)
-    if not same:  # a new plan (or a forced one): its rounds start again, once the samples have been read
-        _drop_rounds(folder)
-        (folder / N_SET).unlink(missing_ok=True)
     bench, probes, answered = replayed["bench"], replayed["probes"], replayed["answered"]
     out = {k: replayed[k] for k in ("status", "estimate", "low", "high", "rule") if k in replayed}
     out.update(items=probes[replayed["stop"]].budget if answered else len(state.g_set), file=None, round=answered)
     if out["status"] == "next round":
-        new = probes[answered].n_set[len(probes[answered - 1].n_set) if answered else 0 :]
-        path = folder / ROUND.format(answered + 1)
-        _write_json(path, samples_argument(state.task, [bench.source.items[i] for i in new]))
-        out.update(file=str(path), round=answered + 1)
+        out.update(file=str(folder / ROUND.format(answered + 1)), round=answered + 1)
     step = state.step
     assert isinstance(step, Rounds)  # set just above
     rounds = tuple(sorted({*step.rounds, *(int(p.budget) for p in probes[: out["round"]])}))
     kept = dataclasses.replace(step, native_sources=replayed["native"], rounds=rounds, rule=replayed["rule"])
-    atomic.write_text(folder / STATE, state.then(kept).to_json())
+    # every round planned so far, rewritten only where it differs: the rounds depend on the G-set alone
+    budgets = [int(p.budget) for p in probes]
+    with _Step(folder, _replaces(files, force)) as written:  # a new plan's (or a forced one's) rounds start again
+        written.keep(G_SET)
+        for index in sorted(budgets.index(b) for b in rounds):
+            new = probes[index].n_set[len(probes[index - 1].n_set) if index else 0 :]
+            items = [bench.source.items[i] for i in new]
+            written.write(ROUND.format(index + 1), _json(samples_argument(state.task, items)))
+        written.commit(state.then(kept))
     return {**out, "precision": precision}
 
 
@@ -453,7 +679,14 @@ def estimate(folder: str | Path, samples, seed: int | None = None) -> dict:
     In the sequential mode: at the round where the rule stops, with ``precision_met``
     and a ``status`` saying whether the precision or the maximum was reached.
     """
-    state = read_state(folder, seed)
+    folder = Path(folder)
+    with _locked(folder, shared=True):
+        state, files = _read(folder, seed)
+        _check_files(folder, files)
+        return _estimate(folder, state, samples)
+
+
+def _estimate(folder: Path, state: PlanState, samples) -> dict:
     step = state.step
     if step is None:
         raise TailoredBenchError(f"{folder}: plan the N-set first ('tailoredbench plan --state ... --budget N')")

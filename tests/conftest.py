@@ -52,8 +52,9 @@ def unwritable(monkeypatch):
         def mkstemp(*args, dir=None, **kwargs):
             if dir is None or not Path(dir).resolve().is_relative_to(inside):
                 return real(*args, dir=dir, **kwargs)
-            if cause == "read-only":
-                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(dir))
+            if cause == "read-only":  # named as the system names it: the temporary file it could not create
+                name = os.path.join(dir, f"{kwargs.get('prefix', 'tmp')}k3x9q2ab{kwargs.get('suffix', '')}")
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name)
             handle, name = real(*args, dir=dir, **kwargs)
             os.close(handle)
             return os.open("/dev/full", os.O_WRONLY), name  # every write fails as on a full disk

@@ -29,6 +29,8 @@ LAYERS = {
     "faces": ["batch", "site", "cli", "__main__", "__init__"],
 }
 RANK = {top: rank for rank, tops in enumerate(LAYERS.values()) for top in tops}
+#: The one import inside a function: the entry point loads the command inside its Ctrl-C guard.
+DEFERRED = {("tailoredbench.__main__", "tailoredbench.cli")}
 
 
 def modules() -> dict[str, Path]:
@@ -81,7 +83,9 @@ def test_every_module_has_a_layer():
 @pytest.mark.parametrize("name", sorted(GRAPH))
 def test_imports_point_down_and_sit_at_the_top(name):
     for target, line, at_top in GRAPH[name]:
-        assert at_top, f"{name}:{line} imports {target} inside a function: move it to the top"
+        assert at_top or (name, target) in DEFERRED, (
+            f"{name}:{line} imports {target} inside a function: move it to the top"
+        )
         assert layer(target) <= layer(name), f"{name}:{line} imports {target}, a layer above it"
 
 

@@ -1,14 +1,21 @@
 """The command line: JSON output and one-line errors with exit code 2."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tailoredbench import SPECS
-from tailoredbench.cli import main
+from tailoredbench import SPECS, TailoredBench, TailoredBenchError
+from tailoredbench.cli import _build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 REQUIRED = {
     "method",
@@ -147,3 +154,113 @@ def test_simulate_every_benchmark(benchmark, capsys):
     record = json.loads(capsys.readouterr().out)
     assert record["benchmark"] == benchmark and record["n_target"] >= 2
     assert 0.0 <= record["mae"] < 0.3
+
+
+# --- repeated options, Ctrl-C, messages ------------------------------------------------------
+
+
+def test_a_repeated_list_option_adds_up():
+    parse = _build_parser().parse_args
+    base = ["simulate", "--benchmark", "gsm8k"]
+    assert parse([*base, "--budget", "15", "--budget", "20"]).budget == parse([*base, "--budget", "15", "20"]).budget
+    assert parse([*base, "--budget", "15", "--budget", "20", "25"]).budget == [15, 20, 25]
+    assert parse([*base, "--method", "random", "--method", "tailoredbench"]).method == ["random", "tailoredbench"]
+    assert parse([*base, "--method", "random"]).method == ["random"]  # the default is replaced, not added to
+    assert parse([*base]).method == ["tailoredbench"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["plan", "--state", "p", "--samples", "s.jsonl", "--budget", "15", "--budget", "20"],
+        ["simulate", "--benchmark", "gsm8k", "--seed", "1", "--seed", "2"],
+        ["simulate", "--benchmark", "gsm8k", "--benchmark", "pope"],
+        ["plan", "--benchmark", "arc_challenge", "--out", "a", "--out", "b"],
+    ],
+)
+def test_a_repeated_single_option_is_refused_in_one_line(args, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # were it run, nothing lands in the working tree
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    option = args[-2]
+    assert len(err.splitlines()) == 1 and f"argument {option}: given twice" in err, err
+
+
+def test_ctrl_c_in_a_command_is_one_line_and_130(monkeypatch, capsys):
+    from tailoredbench import cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "load_benchmark", interrupted)
+    assert main(["simulate", "--benchmark", "gsm8k", "--runs", "1"]) == 130
+    assert capsys.readouterr().err == "tailoredbench: interrupted\n"
+
+
+def console_script() -> str:
+    """What the installed ``tailoredbench`` command runs: its entry point from pyproject.toml."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    module, function = project["project"]["scripts"]["tailoredbench"].split(":")
+    return f"import sys\nfrom {module} import {function}\nsys.exit({function}())\n"
+
+
+def wait_for_library(pid: int, name: str, timeout: float = 60.0) -> None:
+    """Return once process ``pid`` has loaded a shared library whose path holds ``name`` (Linux), or after a second."""
+    maps, end = Path(f"/proc/{pid}/maps"), time.monotonic() + (timeout if Path("/proc/self/maps").exists() else 1.0)
+    while time.monotonic() < end:
+        try:
+            if name in maps.read_text():
+                return
+        except OSError:
+            pass
+        time.sleep(0.005)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", ["python -m", "console script"])
+@pytest.mark.parametrize(
+    ("library", "then"), [("numpy", 0.0), ("llvmlite", 1.5)], ids=["while importing", "while running"]
+)
+def test_ctrl_c_at_any_moment_is_one_line_and_130(launcher, library, then):
+    start = ["-m", "tailoredbench"] if launcher == "python -m" else ["-c", console_script()]
+    args = ["simulate", "--benchmark", "gsm8k", "--runs", "200", "--no-interval"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, *start, *args], stderr=subprocess.PIPE, text=True, env=env)
+    wait_for_library(process.pid, library)  # numpy: the command's modules are loading; llvmlite (numba's): loaded
+    time.sleep(then)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130 and err == "tailoredbench: interrupted\n", (process.returncode, err)
+
+
+def test_the_entry_points_start_without_the_heavy_modules():
+    code = "import sys, tailoredbench.__main__; print(sorted({'numpy', 'pandas', 'numba'} & set(sys.modules)))"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert done.stdout.strip() == "[]"
+    assert console_script().startswith("import sys\nfrom tailoredbench.__main__ import main\n")
+
+
+def test_a_max_budget_beyond_the_items_says_so(tmp_path, capsys):
+    values = (np.random.default_rng(0).random((20, 40)) < 0.5).astype(float)
+    args = ["simulate", "--matrix", _matrix(tmp_path, values), "--precision", "0.05", "--runs", "1"]
+    assert main([*args, "--max-budget", "1000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "tailoredbench: error: the maximum budget 1000 exceeds the item count 40", err
+    with pytest.raises(TailoredBenchError, match=r"^the maximum budget 1000 exceeds the item count 40$"):
+        TailoredBench(g_size=5).fit(values).stopping_rule(0.05, max_budget=1000)
+
+
+@pytest.mark.slow
+def test_a_failed_download_is_one_line(tmp_path):
+    env = {
+        **os.environ,
+        "TAILOREDBENCH_DATA": str(tmp_path / "mirror"),
+        "TAILOREDBENCH_CACHE": str(tmp_path / "cache"),
+        "TAILOREDBENCH_BASE_URL": "http://127.0.0.1:9",
+        "PYTHONPATH": str(ROOT),
+    }
+    command = [sys.executable, "-m", "tailoredbench", "simulate", "--benchmark", "gsm8k", "--runs", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "download failed" in done.stderr

@@ -1,5 +1,6 @@
 """Bad input at every boundary gets one line of the package's own error, never a wrong number or a lost file."""
 
+import errno
 import gzip
 import json
 import os
@@ -7,13 +8,14 @@ import re
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from conftest import synthetic_matrix
-from tailoredbench import ResponseMatrix, TailoredBench, atomic, cache, load_matrix, run_cache, simulate
+from tailoredbench import ResponseMatrix, TailoredBench, atomic, cache, cli, load_matrix, run_cache, simulate
 from tailoredbench.cli import main
 from tailoredbench.datasets.lm_eval import read_samples
 from tailoredbench.errors import CacheWarning, DataError, TailoredBenchError
@@ -388,6 +390,79 @@ def test_tidy_output_is_checked_before_any_work(tmp_path, capsys):
     one_line_error(capsys, [*base, "--tidy", str(tmp_path / "nowhere" / "t.csv")], "no such folder")
     assert main([*base, "--tidy", str(existing), "--force"]) == 0
     assert existing.read_text().startswith("run,budget,method")
+
+
+TIDY_RUN = ["simulate", "--benchmark", "arc_challenge", "--runs", "1", "--no-interval", "--max-models", "40"]
+
+
+def test_a_tidy_file_that_appears_during_the_run_is_not_replaced(tmp_path, capsys, monkeypatch):
+    tidy = tmp_path / "tidy.csv"
+    real = cli.simulate
+
+    def meanwhile(*args, **kwargs):
+        tidy.write_text("mine")  # another program, or another simulation, writes it first
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "simulate", meanwhile)
+    one_line_error(capsys, [*TIDY_RUN, "--tidy", str(tidy)], f"{tidy}: exists; add --force to replace it")
+    assert tidy.read_text() == "mine" and not list(tmp_path.glob(".*"))
+    assert main([*TIDY_RUN, "--tidy", str(tidy), "--force"]) == 0
+    assert tidy.read_text().startswith("run,budget,method")
+
+
+def test_a_symlink_at_the_tidy_path_is_followed_never_replaced(tmp_path, capsys):
+    tidy, elsewhere = tmp_path / "tidy.csv", tmp_path / "elsewhere.csv"
+    tidy.symlink_to(elsewhere)  # dangling
+    one_line_error(capsys, [*TIDY_RUN, "--tidy", str(tidy)], f"{tidy}: exists; add --force to replace it")
+    assert tidy.is_symlink() and not elsewhere.exists()
+    assert main([*TIDY_RUN, "--tidy", str(tidy), "--force"]) == 0
+    assert tidy.is_symlink() and elsewhere.read_text().startswith("run,budget,method")
+    elsewhere.write_text("old")
+    assert main([*TIDY_RUN, "--tidy", str(tidy), "--force"]) == 0
+    assert tidy.is_symlink() and elsewhere.read_text().startswith("run,budget,method")
+
+
+def test_a_file_system_without_hard_links_still_creates_exclusively(tmp_path, monkeypatch):
+    def no_links(*args, **kwargs):
+        raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+
+    monkeypatch.setattr(os, "link", no_links)
+    path = tmp_path / "out.csv"
+    atomic.write_text(path, "first", replace=False)
+    with pytest.raises(FileExistsError, match=re.escape(str(path))):
+        atomic.write_text(path, "second", replace=False)
+    assert path.read_text() == "first" and not list(tmp_path.glob(".*"))
+    assert oct(path.stat().st_mode & 0o777) == oct(0o666 & ~atomic.umask())
+
+
+@pytest.mark.slow
+def test_two_simulations_with_one_new_tidy_path(tmp_path):
+    tidy = tmp_path / "tidy.csv"
+    command = [sys.executable, "-m", "tailoredbench", *TIDY_RUN, "--tidy", str(tidy)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    started = [subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    errors = [p.communicate(timeout=300)[1] for p in started]
+    assert sorted(p.returncode for p in started) == [0, 2], errors
+    refused = errors[[p.returncode for p in started].index(2)].strip()
+    assert refused == f"tailoredbench: error: {tidy}: exists; add --force to replace it", refused
+    assert tidy.read_text().startswith("run,budget,method")
+
+
+@pytest.mark.parametrize("cause", ["read-only", "full"])
+def test_an_unwritable_output_is_named_not_its_temporary_file(tmp_path, capsys, unwritable, cause):
+    folder = tmp_path / "out"
+    error = unwritable(folder, cause)
+    tidy = folder / "tidy.csv"
+    capsys.readouterr()
+    assert main([*TIDY_RUN, "--tidy", str(tidy)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and ".tmp" not in err, err
+    assert f"{tidy}: {error}" in err or f"{folder}: not writable" in err, err
+    plan = folder / "plan"
+    capsys.readouterr()
+    assert main(["plan", "--benchmark", "arc_challenge", "--out", str(plan)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and ".tmp" not in err and f"{plan}" in err, err
 
 
 # --- the command line and the Python API ---------------------------------------------------

@@ -1,6 +1,7 @@
 """Plan -> lm-eval samples -> plan -> samples -> estimate, through the CLI, on real ARC data."""
 
 import dataclasses
+import hashlib
 import json
 import re
 
@@ -115,7 +116,10 @@ def test_the_state_round_trips_through_json(planned, arc, tmp_path):
     state = plan_n_set(plan, [path], 30)
     assert isinstance(state.step, NSet) and state.step.budget == 30 and len(state.step.n_set_doc_ids) == 20
     assert read_state(plan) == state == PlanState.from_json(state.to_json())
-    assert (plan / "state.json").read_text() == state.to_json()
+    # the state, and the sha256 of each file lm-eval is given, sealed in with it
+    hashes = {name: hashlib.sha256((plan / name).read_bytes()).hexdigest() for name in ("g_set.json", "n_set.json")}
+    assert (plan / "state.json").read_text() == state.to_json(hashes)
+    assert PlanState.parse((plan / "state.json").read_text()) == (state, hashes)
     assert json.loads(state.to_json())["state_format"] == PlanState.FORMAT
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import logging
 import os
 from dataclasses import dataclass
 from functools import cache
@@ -171,10 +172,18 @@ def fetch(repo: str, path: str, *, download: bool = True) -> Path:
     return _download(entry, cached)
 
 
+def _one_line(err: Exception) -> str:
+    return " ".join(str(err).split())
+
+
 def _download(entry: DataFile, target: Path) -> Path:
     import pooch
 
     target.parent.mkdir(parents=True, exist_ok=True)
+    logger = pooch.get_logger()
+    level = logger.level
+    # pooch announces each download on stderr: a failed one would print that line besides the error's
+    logger.setLevel(logging.WARNING)
     try:
         pooch.retrieve(
             entry.url(),
@@ -184,10 +193,12 @@ def _download(entry: DataFile, target: Path) -> Path:
             progressbar=False,
         )
     except ValueError as err:  # pooch's hash mismatch
-        raise DataError(f"{entry.relpath}: downloaded file fails its sha256 check ({err})") from None
+        raise DataError(f"{entry.relpath}: downloaded file fails its sha256 check ({_one_line(err)})") from None
     except Exception as err:
         raise DataError(
             f"{entry.relpath}: not in $TAILOREDBENCH_DATA or the cache, and download failed "
-            f"({type(err).__name__}: {err})"
+            f"({type(err).__name__}: {_one_line(err)})"
         ) from None
+    finally:
+        logger.setLevel(level)
     return _check(entry, target)
