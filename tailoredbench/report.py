@@ -736,7 +736,8 @@ def tau_spread_reading(table: pd.DataFrame, sources: pd.DataFrame, budget: int =
 
 def comparison_reading(comparison: pd.DataFrame) -> str:
     """A sentence on :func:`paper_comparison`: where our TailoredBench's gap to the paper's is beyond noise."""
-    beyond, within = [], []
+    beyond: list[str] = []
+    within: list[str] = []
     for _, r in comparison.iterrows():
         se, gap = r["our_tailoredbench_se"], abs(r["gap_to_paper"])
         (within if gap <= 2 * se + PAPER_ROUNDING else beyond).append(title(r["benchmark"]))
