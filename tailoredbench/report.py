@@ -66,7 +66,8 @@ def cell(mean: float, se: float, decimals: int, bold: bool = False, style: str =
     value = f"{mean:.{decimals}f}"
     if style == "latex":
         return (rf"\textbf{{{value}}}" if bold else value) + rf" $\pm$ {se:.{decimals}f}"
-    return (f"**{value}**" if bold else value) + f" ± {se:.{decimals}f}"
+    # a no-break space: a narrow column wraps "mean ± se" before the "±", never after it
+    return (f"**{value}**" if bold else value) + f" ±\u00a0{se:.{decimals}f}"
 
 
 def leaders(summary: pd.DataFrame, metric: str = "mae", keys=("budget",)) -> pd.Series:
@@ -357,7 +358,7 @@ class Match:
             words = f"{abs(gap):.3f} {'better' if gap >= 0 else 'worse'}"
         if prose:
             return words if " times" in words else words + " than"
-        return f"tie ({words}, within noise)" if self.tie else words
+        return f"tie ({words})" if self.tie else words
 
     def cells(self, decimals: int) -> tuple[str, str]:
         return cell(self.value, self.se, decimals), cell(self.rival_value, self.rival_se, decimals)
@@ -433,7 +434,7 @@ def takeaway(summary: pd.DataFrame, paper_mae_at_30=None, method: str = TAILORED
     runs = int(summary["runs"].max())
     decimals = se_decimals(summary["mae_se"], least=4)
     head = match(summary, budget, "mae", method)
-    over = f"over {runs} runs" + (", too few for steady standard errors" if runs < 10 else "") + ","
+    over = f"over {runs} run{'s' * (runs != 1)}" + (", too few for steady standard errors" if runs < 10 else "") + ","
     if head is None:  # nothing to compare: say who leads
         part = summary[summary["budget"] == budget].set_index("method")
         best = part["mae"].idxmin()

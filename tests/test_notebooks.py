@@ -25,7 +25,8 @@ def read(name):
 def shown_text(nb, call):
     """The Markdown that the code cell calling ``call`` shows."""
     cell = next(c for c in nb.cells if c.cell_type == "code" and call in c.source)
-    return "\n".join("".join(o["data"]["text/markdown"]) for o in cell.outputs if "text/markdown" in o.get("data", {}))
+    shown = ("".join(o["data"]["text/markdown"]) for o in cell.outputs if "text/markdown" in o.get("data", {}))
+    return "\n".join(shown).replace("\u00a0", " ")  # no-break spaces keep "mean ± se" on one line
 
 
 def sentences(text):
