@@ -7,10 +7,10 @@ reading them back.
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,15 +18,22 @@ import pandas as pd
 
 from . import atomic
 from ._version import __version__
+from .datasets import SPECS
 from .environment import versions
-from .errors import TailoredBenchError
 from .methods import kind_of
-from .metrics import per_run_metrics
+from .metrics import per_run_metrics, within_noise
 
 # Tables
 
-#: For each metric, whether larger is better (used to put the best value in bold).
+#: For each metric, whether larger is better, and its name in a table's title.
 METRICS = {"mae": False, "kendall_tau": True}
+LABELS = {"mae": "MAE", "kendall_tau": "Kendall's tau"}
+#: The method the readings are about; the others are compared with the best baseline among them.
+TAILORED = "tailoredbench"
+#: Half a unit of the paper's last printed decimal: its figures are rounded to three.
+PAPER_ROUNDING = 0.0005
+#: A standard error below this is no error: the mean was the same in every run.
+NO_ERROR = 1e-12
 
 
 def write_table(table: pd.DataFrame, directory: str | Path, name: str) -> None:
@@ -37,45 +44,137 @@ def write_table(table: pd.DataFrame, directory: str | Path, name: str) -> None:
     atomic.write_text(directory / f"{name}.md", table.to_markdown(index=False, floatfmt=".4f") + "\n")
 
 
-def best_mask(summary: pd.DataFrame, keys=("budget",)) -> pd.Series:
-    """True where a row holds the best mean of its metric within its ``keys`` group."""
-    marks = {}
-    for metric, larger in METRICS.items():
-        grouped = summary.groupby(list(keys))[metric]
-        best = grouped.transform("max" if larger else "min")
-        marks[metric] = np.isclose(summary[metric], best)
-    return pd.DataFrame(marks, index=summary.index)
+def se_decimals(ses, least: int = 3, most: int = 4) -> int:
+    """Decimals at which every standard error shows a digit, from ``least`` to ``most``.
+
+    At ``most`` (four) an error that still prints as zero is below 0.00005, well under any
+    gap that a table's reader weighs.
+
+    Examples
+    --------
+    >>> se_decimals([0.0012, 0.004]), se_decimals([0.00026, 0.004]), se_decimals([0.0, 0.004])
+    (3, 4, 3)
+    """
+    positive = [float(s) for s in ses if np.isfinite(s) and s > NO_ERROR]
+    if not positive:
+        return least
+    return int(np.clip(np.ceil(-np.log10(min(positive)) - 1e-9), least, most))
 
 
-def formatted(summary: pd.DataFrame, style: str, keys=("budget",), decimals: int = 3) -> pd.DataFrame:
-    """The summary with "mean ± se" cells, the best of each group in bold (``markdown`` or ``latex``)."""
-    marks = best_mask(summary, keys)
-    out = summary[[*keys, "method"]].copy()
-    for metric, label in (("mae", "MAE"), ("kendall_tau", "tau")):
-        cells = []
-        for i, r in summary.iterrows():
-            mean, se = f"{r[metric]:.{decimals}f}", f"{r[f'{metric}_se']:.{decimals}f}"
+def cell(mean: float, se: float, decimals: int, bold: bool = False, style: str = "markdown") -> str:
+    """``mean ± se``, the mean in bold if asked (``markdown`` or ``latex``)."""
+    value = f"{mean:.{decimals}f}"
+    if style == "latex":
+        return (rf"\textbf{{{value}}}" if bold else value) + rf" $\pm$ {se:.{decimals}f}"
+    # a no-break space: a narrow column wraps "mean ± se" before the "±", never after it
+    return (f"**{value}**" if bold else value) + f" ±\u00a0{se:.{decimals}f}"
+
+
+def leaders(summary: pd.DataFrame, metric: str = "mae", keys=("budget",)) -> pd.Series:
+    """True where a row holds the best mean of its ``keys`` group or one within noise of it (a tie with the best)."""
+    larger = METRICS[metric]
+    marks = pd.Series(False, index=summary.index)
+    for _, part in summary.groupby(list(keys)):
+        best = part[metric].idxmax() if larger else part[metric].idxmin()
+        b, b_se = part.at[best, metric], part.at[best, f"{metric}_se"]
+        for i, row in part.iterrows():
+            marks[i] = i == best or within_noise(row[metric], row[f"{metric}_se"], b, b_se)
+    return marks
+
+
+def quality_order(summary: pd.DataFrame, metric: str = "mae") -> list[str]:
+    """The methods best first: by mean rank over the budgets (and benchmarks), then by mean value."""
+    larger = METRICS[metric]
+    groups = [k for k in ("benchmark", "budget") if k in summary]
+    ranked = summary.assign(rank=summary.groupby(groups)[metric].rank(ascending=not larger))
+    means = ranked.groupby("method").agg(rank=("rank", "mean"), value=(metric, "mean"))
+    means["value"] = -means["value"] if larger else means["value"]
+    return list(means.sort_values(["rank", "value"], kind="stable").index)
+
+
+def _escaped(names, style: str) -> list[str]:
+    return [str(n).replace("_", r"\_") for n in names] if style == "latex" else [str(n) for n in names]
+
+
+def pivot(summary: pd.DataFrame, metric: str = "mae", style: str = "markdown", order=None) -> pd.DataFrame:
+    """Budgets down, methods across (best first), ``mean ± se`` cells; bold: each budget's best and its ties.
+
+    ``order`` fixes the columns' order (by default :func:`quality_order` on ``metric``).
+    """
+    order = list(order or quality_order(summary, metric))
+    decimals = se_decimals(summary[f"{metric}_se"])
+    bold = leaders(summary, metric)
+    cells = {
+        (r["budget"], r["method"]): cell(r[metric], r[f"{metric}_se"], decimals, bold[i], style)
+        for i, r in summary.iterrows()
+    }
+    budgets = sorted(summary["budget"].unique())
+    rows = [[int(b), *(cells.get((b, m), "") for m in order)] for b in budgets]
+    return pd.DataFrame(rows, columns=["budget", *_escaped(order, style)])
+
+
+def at_budget(
+    table: pd.DataFrame, budget: int = 30, metric: str = "mae", paper=None, style: str = "markdown", order=None
+) -> pd.DataFrame:
+    """Benchmarks down, methods across (best first), at one budget; bold: each benchmark's best and its ties.
+
+    With ``paper`` (``{benchmark: (best baseline, TailoredBench)}``, the paper's MAE), a last
+    column sets the paper's two figures beside ours. ``order`` fixes the columns' order.
+    """
+    part = table[table["budget"] == budget].reset_index(drop=True)
+    order = list(order or quality_order(part, metric))
+    decimals = se_decimals(part[f"{metric}_se"])
+    bold = leaders(part, metric, keys=("benchmark",))
+    benchmarks = list(dict.fromkeys(part["benchmark"]))
+    cells = {
+        (r["benchmark"], r["method"]): cell(r[metric], r[f"{metric}_se"], decimals, bold[i], style)
+        for i, r in part.iterrows()
+    }
+    rows = [[name, *(cells.get((name, m), "") for m in order)] for name in benchmarks]
+    columns = ["benchmark", *order]
+    if paper is not None:
+        arrow = r"$\to$" if style == "latex" else "→"
+        columns.append("paper: best baseline → TailoredBench".replace("→", arrow))
+        for row, name in zip(rows, benchmarks, strict=True):
+            row.append(f"{paper[name][0]:.3f} {arrow} {paper[name][1]:.3f}" if name in paper else "")
+    return pd.DataFrame(rows, columns=_escaped(columns, style))
+
+
+def _sections(summary: pd.DataFrame, style: str) -> str:
+    """Every pivoted table of a summary (per metric, and per benchmark if it has several), columns in one order."""
+    parts, order = [], quality_order(summary)  # one column order for every table, by MAE
+    if "benchmark" in summary:
+        groups = [(name, part.drop(columns="benchmark")) for name, part in summary.groupby("benchmark", sort=False)]
+    else:
+        groups = [("", summary)]
+    for name, part in groups:
+        part = part.reset_index(drop=True)
+        runs = int(part["runs"].max()) if "runs" in part else None
+        for metric in METRICS:
+            title = f"{name}: " * bool(name) + LABELS[metric] + (f", {runs} runs" if runs else "")
+            frame = pivot(part, metric, style, order=[m for m in order if m in set(part["method"])])
             if style == "latex":
-                mean = rf"\textbf{{{mean}}}" if marks.loc[i, metric] else mean
-                cells.append(rf"{mean} $\pm$ {se}")
+                body = frame.to_latex(index=False, escape=False, column_format="r" + "l" * (frame.shape[1] - 1))
+                parts.append(f"% {title}\n{body}")
             else:
-                cells.append(f"**{mean}** ± {se}" if marks.loc[i, metric] else f"{mean} ± {se}")
-        out[label] = cells
-    return out
+                parts.append(f"**{title}** (mean ± standard error; bold: the best and any within noise of it)\n\n")
+                parts[-1] += frame.to_markdown(index=False) + "\n"
+    return "\n".join(parts)
 
 
-def write_tables(summary: pd.DataFrame, directory: str | Path, name: str = "summary", keys=("budget",)) -> list[Path]:
-    """Write ``<name>.csv`` (raw numbers), ``<name>.md`` and ``<name>.tex`` (best in bold)."""
+def write_tables(summary: pd.DataFrame, directory: str | Path, name: str = "summary") -> list[Path]:
+    """Write ``<name>.csv`` (the raw numbers), and ``<name>.md`` and ``<name>.tex`` (budget by method, per metric).
+
+    A ``benchmark`` column gives one table per benchmark and metric.
+    """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    summary = summary.sort_values([*keys, "method"], kind="stable").reset_index(drop=True)
+    keys = [k for k in ("benchmark", "budget") if k in summary]
+    raw = summary.sort_values([*keys, "method"], kind="stable").reset_index(drop=True)
     paths = [directory / f"{name}.csv", directory / f"{name}.md", directory / f"{name}.tex"]
-    atomic.write_text(paths[0], summary.to_csv(index=False, float_format="%.6g"))
-    atomic.write_text(paths[1], formatted(summary, "markdown", keys).to_markdown(index=False) + "\n")
-    atomic.write_text(
-        paths[2],
-        formatted(summary, "latex", keys).to_latex(index=False, escape=False, column_format="l" * (len(keys) + 3)),
-    )
+    atomic.write_text(paths[0], raw.to_csv(index=False, float_format="%.6g"))
+    atomic.write_text(paths[1], _sections(summary, "markdown"))
+    atomic.write_text(paths[2], _sections(summary, "latex"))
     return paths
 
 
@@ -132,17 +231,6 @@ def code_is_current(commit: str | None, path: str | Path | None = None) -> bool:
     return diff.returncode == 0
 
 
-def file_at(commit: str, relative: str) -> str:
-    """A file's text as committed at ``commit`` (``relative`` to this checkout's top), or a one-line error."""
-    try:
-        shown = subprocess.run(["git", "show", f"{commit}:{relative}"], cwd=CHECKOUT, capture_output=True, text=True)
-    except OSError:
-        raise TailoredBenchError(f"{relative} at {commit}: git is not available") from None
-    if shown.returncode:
-        raise TailoredBenchError(f"{relative} at {commit}: not in this checkout's history ({shown.stderr.strip()})")
-    return shown.stdout
-
-
 def write_metrics(path: str | Path, *, parameters: dict, benchmark: dict, summary: pd.DataFrame, **extra) -> dict:
     """``metrics.json``: parameters, data provenance, code version and summary figures."""
     record = {
@@ -194,55 +282,284 @@ def write_report(sim, directory: str | Path, **extra) -> dict:
     )
 
 
-def _relative_change(ours: float, theirs: float) -> str:
-    change = ours / theirs - 1
-    return f"{-change:.0%} lower MAE" if change <= 0 else f"{change:.0%} higher MAE"
+# Readings: sentences built from a run's own numbers
 
 
-def interpretation(
-    summary: pd.DataFrame, paper_mae_at_30=None, tailored: str = "tailoredbench", per_run: pd.DataFrame | None = None
-) -> str:
-    """What a benchmark's summary says, in words: who wins at each budget and by how much.
+def _listed(words) -> str:
+    words = list(words)
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
 
-    One Markdown bullet per budget: the lowest MAE and the highest tau, and ``tailored``
-    against the best baseline with the gap in standard errors (a gap under two is not a
-    clear win at this number of runs). With the paper's ``(best baseline, TailoredBench)``
-    MAE at 30 items, a bullet sets them beside ours; with ``per_run`` (one row per method,
-    budget and run), a last one gives the spread of ``tailored``'s MAE over runs at 30.
+
+def _called(method: str) -> str:
+    return "TailoredBench" if method == TAILORED else method
+
+
+def title(benchmark: str) -> str:
+    """A benchmark's short title for prose (``GSM8K``), or its name if it has none."""
+    spec = SPECS.get(benchmark)
+    return spec.title.split(" (")[0] if spec else benchmark
+
+
+def headline_budget(summary: pd.DataFrame, preferred: int = 30) -> int:
+    """The budget a notebook's headline is about: the paper's 30 items if run, else the middle one."""
+    budgets = sorted(int(b) for b in summary["budget"].unique())
+    return preferred if preferred in budgets else budgets[len(budgets) // 2]
+
+
+@dataclass(frozen=True)
+class Match:
+    """A method's mean against the best baseline's at one budget, on one metric, with both standard errors."""
+
+    budget: int
+    metric: str
+    method: str
+    value: float
+    se: float
+    rival: str
+    rival_value: float
+    rival_se: float
+
+    @property
+    def tie(self) -> bool:
+        return within_noise(self.value, self.se, self.rival_value, self.rival_se)
+
+    @property
+    def outcome(self) -> str:
+        """``"win"``, ``"tie"`` (within two standard errors of the difference) or ``"loss"``."""
+        if self.tie:
+            return "tie"
+        better = self.value > self.rival_value if METRICS[self.metric] else self.value < self.rival_value
+        return "win" if better else "loss"
+
+    @property
+    def ratio(self) -> float:
+        return self.value / self.rival_value if self.rival_value else float("inf")
+
+    def change(self, prose: bool = False) -> str:
+        """The gap to the rival as better or worse (for MAE relative, for tau in points); a tie says so.
+
+        With ``prose``, words that go before "the best baseline's" in a sentence.
+
+        Examples
+        --------
+        >>> Match(30, "mae", "tailoredbench", 0.0280, 0.0002, "gp_irt", 0.0250, 0.0002).change()
+        '12% worse'
+        >>> Match(30, "mae", "tailoredbench", 0.0583, 0.0059, "gp_irt", 0.0123, 0.0001).change(prose=True)
+        '4.7 times'
+        """
+        if self.metric == "mae":
+            r = self.ratio
+            if r >= 2:
+                words = f"{r:.1f} times" if prose else f"worse: {r:.1f}× the MAE"
+            else:
+                words = f"{1 - r:.0%} better" if r < 1 else f"{r - 1:.0%} worse"
+        else:
+            gap = self.value - self.rival_value
+            words = f"{abs(gap):.3f} {'better' if gap >= 0 else 'worse'}"
+        if prose:
+            return words if " times" in words else words + " than"
+        return f"tie ({words})" if self.tie else words
+
+    def cells(self, decimals: int) -> tuple[str, str]:
+        return cell(self.value, self.se, decimals), cell(self.rival_value, self.rival_se, decimals)
+
+
+def match(summary: pd.DataFrame, budget: int, metric: str = "mae", method: str = TAILORED) -> Match | None:
+    """``method`` against the best baseline at ``budget`` on ``metric``; ``None`` if either is missing."""
+    part = summary[summary["budget"] == budget].set_index("method")
+    baselines = part[[m != method and kind_of(m) == "baseline" for m in part.index]]
+    if method not in part.index or baselines.empty:
+        return None
+    rival = baselines[metric].idxmax() if METRICS[metric] else baselines[metric].idxmin()
+    ours, theirs = part.loc[method], part.loc[rival]
+    return Match(
+        int(budget), metric, method, ours[metric], ours[f"{metric}_se"], rival, theirs[metric], theirs[f"{metric}_se"]
+    )
+
+
+def _tally(matches) -> str:
+    """How often a method beats, ties and trails the best baseline, over the budgets of ``matches``.
+
+    Examples
+    --------
+    >>> win, loss = Match(20, "mae", "t", 1, 0.01, "b", 2, 0.01), Match(30, "mae", "t", 2, 0.01, "b", 1, 0.01)
+    >>> _tally([win, win]), _tally([win, loss, loss])
+    ('beats every baseline at all 2 budgets', 'beats every baseline at 1 and trails the best at 2 of the 3 budgets')
     """
-    lines = []
-    for budget, part in summary.groupby("budget", sort=True):
-        part = part.set_index("method")
-        baselines = part[[kind_of(m) == "baseline" for m in part.index]]
-        best = baselines["mae"].idxmin()
-        ours, theirs = part.loc[tailored], part.loc[best]
-        gap = (theirs["mae"] - ours["mae"]) / max(float(np.hypot(ours["mae_se"], theirs["mae_se"])), 1e-12)
-        verdict = "a clear win" if gap >= 2 else "a clear loss" if gap <= -2 else "within two standard errors"
-        lines.append(
-            f"- **{budget} items**: lowest MAE {part['mae'].idxmin()} ({part['mae'].min():.4f}), highest tau "
-            f"{part['kendall_tau'].idxmax()} ({part['kendall_tau'].max():.3f}). {tailored} {ours['mae']:.4f} against "
-            f"the best baseline, {best}, {theirs['mae']:.4f}: {_relative_change(ours['mae'], theirs['mae'])}, "
-            f"{abs(gap):.1f} standard errors apart, {verdict}."
+    n = len(matches)
+    count = {o: sum(m.outcome == o for m in matches) for o in ("win", "tie", "loss")}
+    words = {
+        "win": "beats every baseline",
+        "tie": "ties the best" + " baseline" * (not count["win"]),
+        "loss": "trails it" if count["tie"] else "trails the best" + " baseline" * (not count["win"]),
+    }
+    for outcome, said in words.items():
+        if count[outcome] == n:
+            return f"{said} at all {n} budgets"
+    return _listed(f"{words[o]} at {count[o]}" for o in words if count[o]) + f" of the {n} budgets"
+
+
+def _headline(m: Match, decimals: int) -> str:
+    ours, theirs = m.cells(decimals)
+    if m.outcome == "tie":
+        return f"{ours}, against {theirs} for the best baseline, {m.rival}: a tie, as the gap is within noise"
+    return f"{ours}, {m.change(prose=True)} the best baseline's ({m.rival}, {theirs})"
+
+
+def _paper_gap(ours: float, se: float, paper: float, what: str) -> str:
+    """Our mean's gap to the paper's figure ``what``, in our standard errors, against our noise and its rounding."""
+    gap = ours - paper
+    said = f"{abs(gap):.4f} {'above' if gap > 0 else 'below'} {what}"
+    if se <= NO_ERROR:
+        close = abs(gap) <= PAPER_ROUNDING
+        return f"{said}, and ours is the same in every run: " + (
+            "within the paper's rounding" if close else "more than the paper's rounding explains"
         )
-    if paper_mae_at_30 is not None and 30 in set(summary["budget"]):
-        paper_baseline, paper_tailored = paper_mae_at_30
-        at30 = summary[summary["budget"] == 30].set_index("method")
-        baselines = at30[[kind_of(m) == "baseline" for m in at30.index]]
-        ours, theirs = at30.loc[tailored, "mae"], baselines["mae"].min()
-        lines.append(
-            f"- **Beside the paper, at 30 items**: the paper's TailoredBench MAE {paper_tailored:.3f} against its best "
-            f"baseline's {paper_baseline:.3f} ({_relative_change(paper_tailored, paper_baseline)}); ours {ours:.3f} "
-            f"against {theirs:.3f} ({_relative_change(ours, theirs)})."
+    within = abs(gap) <= 2 * se + PAPER_ROUNDING
+    count = gap / se
+    count_said = f"{abs(count):.1f}" if abs(count) < 10 else f"{abs(count):.0f}" if abs(count) < 100 else "over 100"
+    return f"{said}, {count_said} of our standard errors: " + (
+        "within our noise and the paper's rounding"
+        if within
+        else "more than our noise and the paper's rounding explain"
+    )
+
+
+def takeaway(summary: pd.DataFrame, paper_mae_at_30=None, method: str = TAILORED) -> str:
+    """At most three sentences on a benchmark's simulation: the headline budget, every budget, the paper.
+
+    ``paper_mae_at_30`` is the paper's ``(best baseline, TailoredBench)`` MAE at 30 items.
+    """
+    budget = headline_budget(summary)
+    runs = int(summary["runs"].max())
+    decimals = se_decimals(summary["mae_se"], least=4)
+    head = match(summary, budget, "mae", method)
+    over = f"over {runs} run{'s' * (runs != 1)}" + (", too few for steady standard errors" if runs < 10 else "") + ","
+    if head is None:  # nothing to compare: say who leads
+        part = summary[summary["budget"] == budget].set_index("method")
+        best = part["mae"].idxmin()
+        return (
+            f"At {budget} items, {over} the lowest MAE is {best}'s: "
+            f"{cell(part.at[best, 'mae'], part.at[best, 'mae_se'], decimals)}."
         )
-    if per_run is not None:
-        runs = per_run[(per_run["method"] == tailored) & (per_run["budget"] == 30)]["mae"]
-        if len(runs) > 1:
-            lines.append(
-                f"- **Run to run, at 30 items**: {tailored}'s MAE has median {runs.median():.4f}, range "
-                f"{runs.min():.4f}-{runs.max():.4f}; {int((runs > 2 * runs.median()).sum())} of {len(runs)} runs are "
-                "more than twice the median."
-            )
-    return "\n".join(lines)
+    budgets = sorted(int(b) for b in summary["budget"].unique())
+    name = _called(method)
+    decimals = se_decimals([head.se, head.rival_se], least=4)
+    sentences = [f"At {budget} items, {over} {name}'s MAE is {_headline(head, decimals)}."]
+    if len(budgets) > 1:
+        mae = [match(summary, b, "mae", method) for b in budgets]
+        tau = [match(summary, b, "kendall_tau", method) for b in budgets]
+        sentences.append(
+            f"Over the budgets {budgets[0]} to {budgets[-1]}, on MAE it {_tally(mae)}; on Kendall's tau, "
+            f"which measures how well the estimates rank the targets, it {_tally(tau)}."
+        )
+    if paper_mae_at_30 is not None and budget == 30 and method == TAILORED:
+        base, tailored = paper_mae_at_30
+        sentences.append(
+            f"The paper reports {tailored:.3f} for TailoredBench and {base:.3f} for its best baseline at 30 items, "
+            f"with no standard error; ours is {_paper_gap(head.value, head.se, tailored, 'its figure')}."
+        )
+    return " ".join(sentences)
+
+
+def runs_reading(summary: pd.DataFrame, per_run: pd.DataFrame, method: str = TAILORED) -> str:
+    """Two sentences on the MAE table: one run's spread against the mean's standard error, and random's level."""
+    budget = headline_budget(summary)
+    budgets = sorted(summary["budget"].unique())
+    sentences = []
+    runs = per_run[(per_run["method"] == method) & (per_run["budget"] == budget)]["mae"]
+    if len(runs) > 1:
+        se = runs.std(ddof=1) / np.sqrt(len(runs))
+        sentences.append(
+            f"The ± is the standard error of the mean over {len(runs)} runs, one run's spread divided by "
+            f"√{len(runs)}: at {budget} items {_called(method)}'s MAE goes from {runs.min():.4f} to "
+            f"{runs.max():.4f} from run to run, and the mean of {len(runs)} such runs is known to ±{se:.4f}."
+        )
+    if "random" in set(summary["method"]) and len(budgets) > 1:
+        part = summary.set_index(["method", "budget"])["mae"]
+        first, last = part[("random", budgets[0])], part[("random", budgets[-1])]
+        best = summary.groupby("budget")["mae"].min()
+        sentences.append(
+            f"Random sampling, the plain way to spend the budget, has an MAE of {first:.4f} at {budgets[0]} items "
+            f"and {last:.4f} at {budgets[-1]}; the best method's MAE is {best.iloc[0] / first:.0%} of that at "
+            f"{budgets[0]} items and {best.iloc[-1] / last:.0%} at {budgets[-1]}."
+        )
+    return " ".join(sentences)
+
+
+def tau_reading(summary: pd.DataFrame) -> str:
+    """A sentence on the tau table: the highest and lowest at the headline budget."""
+    budget = headline_budget(summary)
+    part = summary[summary["budget"] == budget].set_index("method")
+    high, low = part["kendall_tau"].idxmax(), part["kendall_tau"].idxmin()
+    decimals = se_decimals(part.loc[[high, low], "kendall_tau_se"])
+
+    def shown(m):
+        return cell(part.at[m, "kendall_tau"], part.at[m, "kendall_tau_se"], decimals)
+
+    return (
+        f"At {budget} items tau runs from {shown(low)} ({low}) to {shown(high)} ({high}). A tau of "
+        f"{part.at[low, 'kendall_tau']:.2f} means that of two targets picked at random, the estimates put them in "
+        f"the right order {(1 + part.at[low, 'kendall_tau']) / 2:.0%} of the time (when there are no ties)."
+    )
+
+
+def curve_reading(summary: pd.DataFrame, method: str = TAILORED) -> str:
+    """A sentence on the budget curves: how much more items buy, for ``method`` and random sampling."""
+    budgets = sorted(summary["budget"].unique())
+    if len(budgets) < 2:
+        return ""
+    part = summary.set_index(["method", "budget"])["mae"]
+    shown = [m for m in (method, "random") if m in set(summary["method"])] or [quality_order(summary)[0]]
+    falls = []
+    for m in shown:
+        first, last = part[(m, budgets[0])], part[(m, budgets[-1])]
+        change = last / first - 1
+        moved = "about the same" if abs(change) < 0.005 else f"{abs(change):.0%} {'lower' if change < 0 else 'higher'}"
+        falls.append(f"{_called(m)}'s MAE goes from {first:.4f} to {last:.4f} ({moved})")
+    return f"From {budgets[0]} to {budgets[-1]} items, {_listed(falls)}."
+
+
+def estimates_reading(results: pd.DataFrame, budget: int, run: int = 0) -> str:
+    """A sentence on one run's estimates: the closest cloud, and the one most pulled towards the mean."""
+    data = results[(results["budget"] == budget) & (results["run"] == run)]
+    rows = []
+    for method, part in data.groupby("method"):
+        miss = (part["estimate"] - part["true"]).abs()
+        slope = np.polyfit(part["true"], part["estimate"], 1)[0] if part["true"].nunique() > 1 else np.nan
+        rows.append((method, miss.mean(), miss.max(), slope))
+    frame = pd.DataFrame(rows, columns=["method", "mae", "worst", "slope"]).set_index("method")
+    close = frame["mae"].idxmin()
+    text = (
+        f"In run {run} at {budget} items, {_called(close)}'s points lie closest to the line: off by "
+        f"{frame.at[close, 'mae']:.3f} on average and {frame.at[close, 'worst']:.3f} at most"
+    )
+    flat = frame["slope"].idxmin()
+    if frame.at[flat, "slope"] < 0.9:
+        text += (
+            f"; {_called(flat)}'s cloud is the flattest, its estimates rising by {frame.at[flat, 'slope']:.2f} per "
+            "unit of true accuracy, too high for weak models and too low for strong ones"
+        )
+    return text + "."
+
+
+def paper_reading(summary: pd.DataFrame, paper_mae_at_30, method: str = TAILORED) -> str:
+    """Two sentences setting our MAE at 30 items beside the paper's, our gaps in our standard errors."""
+    m = match(summary, 30, "mae", method)
+    if paper_mae_at_30 is None or m is None or method != TAILORED:
+        return "This run has no MAE at 30 items for TailoredBench and a baseline to set beside the paper's."
+    base, tailored = paper_mae_at_30
+    paper = Match(30, "mae", method, tailored, 0.0, "", base, 0.0)
+    ours = "a tie with" if m.tie else m.change(prose=True)
+    gaps = (
+        _paper_gap(m.value, m.se, tailored, "the paper's"),
+        _paper_gap(m.rival_value, m.rival_se, base, "the paper's best baseline"),
+    )
+    return (
+        f"At 30 items the paper's TailoredBench is {paper.change(prose=True)} its best baseline ({tailored:.3f} "
+        f"against {base:.3f}); ours is {ours} our best, {m.rival} ({m.value:.4f} against {m.rival_value:.4f}). "
+        f"Our TailoredBench is {gaps[0]}. Our best baseline is {gaps[1]}."
+    )
 
 
 def collect(reports_dir: str | Path, names) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -271,66 +588,212 @@ def collect(reports_dir: str | Path, names) -> tuple[pd.DataFrame, pd.DataFrame]
     return pd.concat(frames, ignore_index=True), pd.DataFrame(meta)
 
 
-def changed_since(commit: str, reports_dir: str | Path, names: Sequence[str], methods: Sequence[str]) -> pd.DataFrame:
-    """``methods``' MAE and tau in the checkout's benchmark reports at ``commit`` beside those in ``reports_dir``.
+def reproduction(m: Match, paper_mae_at_30) -> str:
+    """Whether ``m`` (TailoredBench against our best baseline at 30 items) reproduces the paper's gain.
 
-    For results that a change to a method moved on purpose, shown side by side in the reports.
+    *Reproduced*: a clear gain of at least half the paper's; *a smaller gain*: a clear one under
+    that; *not reproduced*: a tie or a loss.
     """
-    rows = []
-    for name in names:
-        before = pd.read_csv(io.StringIO(file_at(commit, f"reports/{name}/tables/summary.csv")))
-        now = pd.read_csv(Path(reports_dir) / name / "tables" / "summary.csv")
-        both = before.merge(now, on=["method", "budget"], suffixes=("_before", "_now"))
-        both = both[both["method"].isin(methods)]
-        rows.append(both[["method", "budget", "mae_before", "mae_now", "kendall_tau_before", "kendall_tau_now"]])
-        rows[-1].insert(0, "benchmark", name)
-    return pd.concat(rows, ignore_index=True)
+    base, tailored = paper_mae_at_30
+    if m.outcome != "win":
+        return "not reproduced (a tie)" if m.outcome == "tie" else "not reproduced (worse)"
+    return "reproduced" if 1 - m.ratio >= (1 - tailored / base) / 2 else "a smaller gain"
 
 
 def paper_comparison(table: pd.DataFrame, paper: dict, budget: int = 30) -> pd.DataFrame:
-    """At ``budget``: our best baseline and TailoredBench MAE beside the paper's."""
+    """At ``budget``, per benchmark: the paper's MAE (best baseline, TailoredBench) beside ours, raw numbers.
+
+    The paper gives no standard errors; ours come with each mean, and ``gap_in_se`` is our
+    TailoredBench's distance to the paper's figure in them.
+    """
     rows = []
     for name, (paper_baseline, paper_tailored) in paper.items():
-        ours = table[(table["benchmark"] == name) & (table["budget"] == budget)]
-        if ours.empty:
+        m = match(table[table["benchmark"] == name], budget)
+        if m is None:
             continue
-        baselines = ours[[kind_of(m) == "baseline" for m in ours["method"]]]
-        best = baselines.loc[baselines["mae"].idxmin()]
-        tailored = ours[ours["method"] == "tailoredbench"].iloc[0]
         rows.append(
             {
                 "benchmark": name,
-                "paper best baseline": paper_baseline,
-                "paper TailoredBench": paper_tailored,
-                "paper reduction": 1 - paper_tailored / paper_baseline,
-                "our best baseline": f"{best['mae']:.3f} ({best['method']})",
-                "our TailoredBench": round(float(tailored["mae"]), 3),
-                "our reduction": 1 - tailored["mae"] / best["mae"],
+                "paper_best_baseline": paper_baseline,
+                "paper_tailoredbench": paper_tailored,
+                "our_best_baseline": m.rival,
+                "our_best_baseline_mae": m.rival_value,
+                "our_best_baseline_se": m.rival_se,
+                "our_tailoredbench_mae": m.value,
+                "our_tailoredbench_se": m.se,
+                "outcome": m.outcome,
+                "gap_to_paper": m.value - paper_tailored,
+                "gap_in_se": (m.value - paper_tailored) / m.se if m.se > 0 else float("nan"),
+                "verdict": reproduction(m, (paper_baseline, paper_tailored)),
             }
         )
     return pd.DataFrame(rows)
 
 
-def reproduction(comparison: pd.DataFrame) -> str:
-    """In words, per benchmark of :func:`paper_comparison`: do we reproduce the paper's gain at 30 items?
-
-    *Reproduced* when our TailoredBench beats our best baseline by at least half the paper's
-    relative gain; *smaller gain* when it beats it by less; *not reproduced* when it does not.
-    """
-    lines = []
-    for _, row in comparison.iterrows():
-        ours, theirs = row["our reduction"], row["paper reduction"]
-        if ours <= 0:
-            verdict = "**not reproduced**: TailoredBench's MAE is above our best baseline's"
-        elif ours < theirs / 2:
-            verdict = "**a smaller gain** than the paper's"
-        else:
-            verdict = "**reproduced**"
-        lines.append(
-            f"- {row['benchmark']}: {verdict} (ours: {_relative_change(1 - ours, 1.0)} than the best baseline; "
-            f"the paper's: {_relative_change(1 - theirs, 1.0)})."
+def comparison_table(comparison: pd.DataFrame) -> pd.DataFrame:
+    """:func:`paper_comparison` for reading: the paper's figures, ours with their errors, the changes, the verdict."""
+    decimals = se_decimals([*comparison["our_tailoredbench_se"], *comparison["our_best_baseline_se"]], least=4)
+    rows = []
+    for _, r in comparison.iterrows():
+        ours = Match(
+            30,
+            "mae",
+            TAILORED,
+            r["our_tailoredbench_mae"],
+            r["our_tailoredbench_se"],
+            r["our_best_baseline"],
+            r["our_best_baseline_mae"],
+            r["our_best_baseline_se"],
         )
-    return "\n".join(lines)
+        theirs = Match(30, "mae", TAILORED, r["paper_tailoredbench"], 0.0, "", r["paper_best_baseline"], 0.0)
+        count = abs(r["gap_in_se"])
+        gap = "" if np.isnan(count) else f" ({count:.1f} s.e.)" if count < 10 else f" ({count:.0f} s.e.)"
+        rows.append(
+            {
+                "benchmark": r["benchmark"],
+                "paper: baseline → TailoredBench": f"{r['paper_best_baseline']:.3f} → {r['paper_tailoredbench']:.3f}",
+                "paper's change": theirs.change(),
+                "our best baseline": f"{cell(r['our_best_baseline_mae'], r['our_best_baseline_se'], decimals)} "
+                f"({r['our_best_baseline']})",
+                "our TailoredBench": cell(r["our_tailoredbench_mae"], r["our_tailoredbench_se"], decimals),
+                "our change": ours.change(),
+                "ours − paper's": f"{r['gap_to_paper']:+.{decimals}f}{gap}",
+                "verdict": r["verdict"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
+    """At most three sentences on the main table: TailoredBench per benchmark at ``budget``, the paper, tau."""
+    benchmarks = list(dict.fromkeys(table["benchmark"]))
+    mae: dict[str, Match] = {}
+    for b in benchmarks:
+        found = match(table[table["benchmark"] == b], budget)
+        if found is not None:
+            mae[b] = found
+    if not mae:
+        return f"No benchmark has TailoredBench and a baseline at {budget} items."
+    groups = {o: [b for b, m in mae.items() if m.outcome == o] for o in ("win", "tie", "loss")}
+    parts = []
+    if groups["win"]:
+        parts.append("has a lower MAE than every baseline on " + _listed(title(b) for b in groups["win"]))
+    if groups["tie"]:
+        parts.append("ties the best baseline on " + _listed(title(b) for b in groups["tie"]))
+    if groups["loss"]:
+        losses = [f"{title(b)} ({mae[b].change(prose=True)} {mae[b].rival}'s)" for b in groups["loss"]]
+        parts.append("is worse on " + _listed(losses))
+    sentences = [f"At {budget} items TailoredBench {_listed(parts)}."]
+    if paper:
+        short = {"reproduced": "reproduced", "a smaller gain": "smaller", "not reproduced": "not reproduced"}
+        verdicts: dict[str, list[str]] = {v: [] for v in short.values()}
+        for b, m in mae.items():
+            if b in paper:
+                verdicts.setdefault(short[reproduction(m, paper[b]).split(" (")[0]], []).append(title(b))
+        said = [f"{v} on {_listed(names)}" for v, names in verdicts.items() if names]
+        sentences.append(f"Set beside the paper's gain over its best baseline, its gain is {_listed(said)}.")
+    tau = {b: match(table[table["benchmark"] == b], budget, "kendall_tau") for b in mae}
+    best = [title(b) for b, m in tau.items() if m is not None and m.outcome == "win"]
+    tied = [title(b) for b, m in tau.items() if m is not None and m.outcome == "tie"]
+    said = [f"ranks the targets best on {_listed(best) or 'none'}"]
+    said += [f"ties the best baseline on {_listed(tied)}"] * bool(tied)
+    sentences.append(f"On Kendall's tau, of {len(tau)} benchmarks, it {_listed(said)}.")
+    return " ".join(sentences)
+
+
+def spread_reading(table: pd.DataFrame, budget: int = 30) -> str:
+    """A sentence on the benchmark-by-method table: random sampling's error, and how far the best method cuts it."""
+    part = table[table["budget"] == budget]
+    if "random" not in set(part["method"]):
+        return ""
+    by = part.groupby("benchmark", sort=False)
+    random = part[part["method"] == "random"].set_index("benchmark")["mae"]
+    best = by["mae"].min()
+    cut = (best / random).dropna()
+    low, high = random.idxmin(), random.idxmax()
+    return (
+        f"Random sampling, the plain way to spend {budget} items, has an MAE from {random[low]:.3f} "
+        f"({title(low)}) to {random[high]:.3f} ({title(high)}); the best method on each benchmark has "
+        f"{cut.min():.0%} to {cut.max():.0%} of random's."
+    )
+
+
+def tau_spread_reading(table: pd.DataFrame, sources: pd.DataFrame, budget: int = 30) -> str:
+    """A sentence on the tau table: the best tau per benchmark, lowest and highest, with the pairs it counts."""
+    best = table[table["budget"] == budget].groupby("benchmark", sort=False)["kendall_tau"].max()
+    targets = sources.set_index("benchmark")["n_target"]
+    low, high = best.idxmin(), best.idxmax()
+
+    def pairs(b):
+        n = int(targets[b])
+        return f"whose {n} targets make {n * (n - 1) // 2} pairs"
+
+    return (
+        f"The best tau at {budget} items ranges from {best[low]:.3f} on {title(low)}, {pairs(low)}, to "
+        f"{best[high]:.3f} on {title(high)}, {pairs(high)}: with few targets, one pair put in the wrong order moves "
+        "tau by a lot."
+    )
+
+
+def comparison_reading(comparison: pd.DataFrame) -> str:
+    """A sentence on :func:`paper_comparison`: where our TailoredBench's gap to the paper's is beyond noise."""
+    beyond: list[str] = []
+    within: list[str] = []
+    for _, r in comparison.iterrows():
+        se, gap = r["our_tailoredbench_se"], abs(r["gap_to_paper"])
+        (within if gap <= 2 * se + PAPER_ROUNDING else beyond).append(title(r["benchmark"]))
+    said = [f"by more than our noise and the paper's rounding on {_listed(beyond)}"] * bool(beyond)
+    said += [f"within them on {_listed(within)}"] * bool(within)
+    return (
+        f"Our TailoredBench's MAE differs from the paper's {' and '.join(said)}. A gap beyond them is a difference "
+        "between the two experiments (data, models or a detail of the method), not the noise of our runs."
+    )
+
+
+def write_main_report(
+    table: pd.DataFrame, sources: pd.DataFrame, comparison: pd.DataFrame, directory: str | Path, parameters: dict
+) -> dict:
+    """The main table's tables and ``metrics.json``, under ``directory``.
+
+    ``tables/main_table.{csv,md,tex}`` (every benchmark, budget and method), ``sources.csv``
+    (the reports read) and ``paper_comparison.{csv,md}`` (at 30 items, beside the paper's).
+    """
+    directory = Path(directory)
+    (directory / "figures").mkdir(parents=True, exist_ok=True)
+    tables = directory / "tables"
+    write_tables(table, tables, "main_table")
+    atomic.write_text(tables / "sources.csv", sources.to_csv(index=False))
+    atomic.write_text(tables / "paper_comparison.csv", comparison.to_csv(index=False, float_format="%.6g"))
+    atomic.write_text(tables / "paper_comparison.md", comparison_table(comparison).to_markdown(index=False) + "\n")
+    return write_metrics(
+        directory / "metrics.json",
+        parameters=parameters,
+        benchmark={"inputs": sources.to_dict(orient="records")},
+        summary=table,
+        paper_comparison=comparison.to_dict(orient="records"),
+    )
+
+
+def provenance(record: Mapping) -> pd.DataFrame:
+    """What made a benchmark report, one row per fact, from its ``metrics.json`` record."""
+    bench, parameters = record["benchmark"], record["parameters"]
+    seconds = record.get("seconds_per_run", {})
+    rows = [
+        *(
+            ("data file", f"`{f['repo']}@{f['commit'][:7]}/{f['path']}` (sha256 {f['sha256'][:12]}…, checked)")
+            for f in bench.get("files", [])
+        ),
+        ("models and items", f"{bench['n_source']} source, {bench['n_target']} target, {bench['n_items']} items"),
+        ("runs, seed, workers", f"{parameters['runs']}, {parameters['seed']}, {parameters['n_jobs']}"),
+        (
+            "seconds per run",
+            ", ".join(f"{m} {s:.2f}" for m, s in seconds.items() if m != "wall_per_run")
+            + (f"; wall clock {seconds['wall_per_run']:.2f}" if "wall_per_run" in seconds else ""),
+        ),
+        ("package, commit", f"{record['package_version']}, {record['git_commit']}"),
+        ("computed with", ", ".join(f"{k} {v}" for k, v in record["environment"].items())),
+    ]
+    return pd.DataFrame(rows, columns=["what", "value"])
 
 
 def write_study(directory, tables: Mapping[str, pd.DataFrame], *, parameters: dict, findings: Sequence[str], **extra):

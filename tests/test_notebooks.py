@@ -24,6 +24,17 @@ def read(name):
     return nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
 
 
+def shown_text(nb, call):
+    """The Markdown that the code cell calling ``call`` shows."""
+    cell = next(c for c in nb.cells if c.cell_type == "code" and call in c.source)
+    shown = ("".join(o["data"]["text/markdown"]) for o in cell.outputs if "text/markdown" in o.get("data", {}))
+    return "\n".join(shown).replace("\u00a0", " ")  # no-break spaces keep "mean ± se" on one line
+
+
+def sentences(text):
+    return re.split(r"(?<=\.) (?=[A-Z])", text.strip())
+
+
 def parameters_cell(nb):
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1
@@ -62,9 +73,24 @@ def test_benchmark_notebooks_share_code_parameters_and_layout_but_not_prose():
             if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])
         ], name
         assert [c.cell_type for c in nb.cells] == [c.cell_type for c in reference.cells], name
-    intros = {nb.cells[0].source for nb in notebooks.values()}
-    endings = {nb.cells[-1].source for nb in notebooks.values()}
-    assert len(intros) == len(endings) == len(BENCHMARK_NOTEBOOKS)  # each has its own prose
+    # each has its own opening, its own account of how its data differ from the paper's, and its own sources
+    for start in ("# ", "### These data and the paper's", "## Provenance"):
+        prose = {next(c.source for c in nb.cells if c.source.startswith(start)) for nb in notebooks.values()}
+        assert len(prose) == len(BENCHMARK_NOTEBOOKS), start
+
+
+def headings(nb):
+    return [line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines() if line[:3] == "## "]
+
+
+@pytest.mark.parametrize("name", [*BENCHMARK_NOTEBOOKS, "main_table"])
+def test_a_results_notebook_opens_with_its_takeaway_and_ends_with_method_and_provenance(name):
+    nb = read(name)
+    assert headings(nb) == ["## Takeaway", "## Results", "## Method details", "## Provenance"]
+    takeaway = next(i for i, c in enumerate(nb.cells) if c.source == "## Takeaway")
+    assert "parameters" in nb.cells[1].metadata.get("tags", []) and takeaway == 3  # title, parameters, setup
+    assert "takeaway(" in nb.cells[takeaway + 1].source  # built from the run's own numbers
+    assert "changed_" not in json.dumps(nb)  # no before/after tables of development history in a published report
 
 
 @pytest.mark.parametrize("name", list(BENCHMARK_NOTEBOOKS))
@@ -114,7 +140,10 @@ def test_benchmark_and_main_table_notebooks_run_and_a_failed_rerun_changes_nothi
     nb = check_clean(out / "gsm8k.ipynb", tmp_path)
     assert len(image_cells(nb)) == 2  # budget curves and estimates, each shown once in its cell
     assert sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", [])) == 2
-    assert "What these numbers say" in json.dumps(nb) and "lowest MAE" in json.dumps(nb)
+    takeaway = shown_text(nb, "takeaway(")
+    assert takeaway.startswith("At 30 items, over 2 runs, too few for steady standard errors, TailoredBench's MAE")
+    assert 1 <= len(sentences(takeaway)) <= 3 and max(map(len, sentences(takeaway))) <= 300
+    assert "± 0.000 " not in shown_text(nb, '"mae"')  # errors at a precision that shows them
     injected = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
     assert "partial" not in injected.source and "partial" not in json.dumps(nb.metadata)
 
@@ -135,8 +164,13 @@ def test_benchmark_and_main_table_notebooks_run_and_a_failed_rerun_changes_nothi
     assert len(image_cells(main_nb)) == 1
     main = json.loads((tmp_path / "main_table" / "metrics.json").read_text())
     compared = {r["benchmark"]: r for r in main["paper_comparison"]}
-    assert compared["gsm8k"]["paper TailoredBench"] == 0.033
+    assert compared["gsm8k"]["paper_tailoredbench"] == 0.033
+    assert compared["gsm8k"]["our_best_baseline"] in {"random", "anchor_points", "gp_irt", "random_regression"}
+    takeaway = shown_text(main_nb, "main_takeaway(")
+    assert takeaway.startswith("At 30 items TailoredBench") and "GSM8K" in takeaway
+    assert 1 <= len(sentences(takeaway)) <= 3
     assert (tmp_path / "main_table" / "tables" / "main_table.tex").is_file()
+    assert not (tmp_path / "main_table" / "tables" / "changed_baselines.csv").exists()
     assert (tmp_path / "main_table" / "figures" / "main_figure.png").is_file()
 
 
