@@ -205,18 +205,17 @@ def test_the_bound_in_ticks_leaves_open_every_point_nearer_than_its_limit(monkey
     points = binary_points(X, metric)
     n = points.n_patterns
     D = points.between(np.arange(n))  # as FasterPAM computes them
-    columns_open, counts = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int64)
-    found = np.zeros(-(-n // 64), dtype=np.uint64)
+    columns_open, counts, found = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8)
     differing = (points.words[:, :, None] ^ points.words[:, None, :]).astype(np.uint64)
     popcount = np.unpackbits(differing.view(np.uint8), axis=-1).reshape(*differing.shape, 64).sum(axis=(0, -1))
     for x in range(0, n, 5):
         # each point's limit at its distance (nothing to flag), just beyond (everything), and another's
         for ds in (D[x], D[x] + 1e-7, D[(x + 1) % n], np.full(n, 1e300)):  # and beyond every distance
-            kmedoids._limits(points.root, ds, points.scale, points.least, columns_open, 64 * points.words.shape[0])
+            kmedoids._limits(points.root, ds, points.scale, points.least, columns_open)
             kmedoids._open(points.words, x, columns_open, counts, found)
-            flags = np.unpackbits(found.view(np.uint8), bitorder="little")[:n].astype(bool)
+            flags = found.astype(bool)
             assert flags[np.flatnonzero(D[x] < ds)].all()
-            assert flags.tolist() == (popcount[x] < columns_open).tolist()  # the vector compare, as plain numpy
+            assert flags.tolist() == (popcount[x] < columns_open).tolist()  # the same compare, in plain numpy
     assert kmedoids.TICKS - 1 <= points.least <= kmedoids.TICKS
 
 
