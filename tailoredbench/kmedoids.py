@@ -131,8 +131,10 @@ def _from_random_start(D, packed, weights, fixed, n_clusters: int, rng, max_iter
         rng.choice(free_pool, n_free, replace=False, p=weights[free_pool] / weights[free_pool].sum()) if n_free else []
     )
     medoids = np.concatenate([fixed, np.sort(start)]).astype(np.int64)
-    n_swaps = _fasterpam(D, *packed, weights, medoids, len(fixed), max_iter, same_row) if n_free else 0
-    return medoids, int(n_swaps)
+    if not n_free:
+        return medoids, 0
+    # a numba dispatcher hides the kernel's signature from the type checker
+    return medoids, int(_fasterpam(D, *packed, weights, medoids, len(fixed), max_iter, same_row))  # type: ignore[call-arg]
 
 
 @dataclass(frozen=True, eq=False)
