@@ -133,8 +133,9 @@ def _from_random_start(D, packed, weights, fixed, n_clusters: int, rng, max_iter
     medoids = np.concatenate([fixed, np.sort(start)]).astype(np.int64)
     if not n_free:
         return medoids, 0
-    # a numba dispatcher hides the kernel's signature from the type checker
-    return medoids, int(_fasterpam(D, *packed, weights, medoids, len(fixed), max_iter, same_row))  # type: ignore[call-arg]
+    # one tuple: a numba dispatcher called with starred arguments confuses the type checker
+    arguments = (D, *packed, weights, medoids, len(fixed), max_iter, same_row)
+    return medoids, int(_fasterpam(*arguments))
 
 
 @dataclass(frozen=True, eq=False)
