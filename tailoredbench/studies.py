@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from . import rng
+from . import rng, sequential
 from .conformal import NORMALISATIONS
 from .datasets.benchmarks import PAPER_BENCHMARKS, SPECS, Benchmark, benchmark_spec
 from .datasets.families import model_family
@@ -30,8 +30,8 @@ from .errors import TailoredBenchError
 from .kmedoids import binary_points, k_medoids_binary
 from .methods import MethodSpec
 from .methods.tailored_plus import VARIANTS
-from .metrics import covered
-from .simulate import simulate
+from .metrics import covered, within_noise
+from .simulate import Simulation, simulate
 from .tailored import g_set, ranked_sources
 
 #: Benchmarks the averaged studies run on, in the paper's order.
@@ -76,8 +76,8 @@ def sweep(
     Examples
     --------
     >>> table = sweep(["pope"], {"on": {}, "off": {"method_options": {"calibrate": False}}}, budget=20, runs=2)
-    >>> table[["benchmark", "arm"]].values.tolist()
-    [['pope', 'on'], ['pope', 'off']]
+    >>> table[["benchmark", "targets", "arm"]].values.tolist()
+    [['pope', 5, 'on'], ['pope', 5, 'off']]
     """
     budgets = [int(budget)] if isinstance(budget, int | np.integer) else [int(b) for b in budget]
     frames = []
@@ -86,32 +86,325 @@ def sweep(
         for label, arm in arms.items():
             kwargs = {"g_size": g_size, **(arm(bench) if callable(arm) else arm)}
             sim = simulate(bench, methods, budgets, runs=runs, seed=seed, n_jobs=n_jobs, **kwargs)
-            frames.append(sim.summary.assign(benchmark=name, arm=label))
+            frames.append(sim.summary.assign(benchmark=name, targets=bench.target.n_models, arm=label))
     table = pd.concat(frames, ignore_index=True)
-    first = ["benchmark", "arm", "method", "budget"]
+    first = ["benchmark", "targets", "arm", "method", "budget"]
     return table[first + [c for c in table.columns if c not in first]]
 
 
-def by_arm(table: pd.DataFrame, keys=("arm",)) -> pd.DataFrame:
-    """The mean over benchmarks of MAE and Kendall's tau, per arm (the paper's averaging)."""
+def by_arm(table: pd.DataFrame, keys=("arm",), weight: str | None = None) -> pd.DataFrame:
+    """The mean over benchmarks of MAE and Kendall's tau per arm (the paper's averaging), with its standard error.
+
+    Each benchmark counts once, or in proportion to its ``weight`` column (``"targets"``: a benchmark
+    of 150 target models counts 30 times one of 5). Where ``table`` has ``mae_se`` and
+    ``kendall_tau_se``, the mean's standard error is that of a weighted sum of independent means.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"arm": ["a", "a"], "mae": [0.02, 0.06], "mae_se": [0.003, 0.004],
+    ...                       "kendall_tau": [0.8, 0.4], "kendall_tau_se": [0.01, 0.01], "targets": [150, 50]})
+    >>> by_arm(table).round(4).to_dict("records")
+    [{'arm': 'a', 'mae': 0.04, 'mae_se': 0.0025, 'kendall_tau': 0.6, 'kendall_tau_se': 0.0071, 'benchmarks': 2}]
+    >>> float(by_arm(table, weight="targets")["mae"].iloc[0])
+    0.03
+    """
     keys = list(keys)
-    return table.groupby(keys, sort=False)[["mae", "kendall_tau"]].mean().reset_index()
+    rows = []
+    for label, part in table.groupby(keys, sort=False):
+        w = part[weight].to_numpy(dtype=float) if weight else np.ones(len(part))
+        w = w / w.sum()
+        row = dict(zip(keys, label if isinstance(label, tuple) else (label,), strict=True))
+        for metric in [m for m in ("mae", "kendall_tau") if m in part]:
+            row[metric] = float(w @ part[metric].to_numpy(dtype=float))
+            if f"{metric}_se" in part:
+                row[f"{metric}_se"] = float(np.sqrt(w**2 @ part[f"{metric}_se"].to_numpy(dtype=float) ** 2))
+        row["benchmarks"] = len(part)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def per_benchmark(table: pd.DataFrame, key: str = "arm") -> pd.DataFrame:
+    """Per benchmark: the arm with the lowest MAE, and the arms within noise of it (a tie, not a verdict).
+
+    ``table`` has one row per benchmark and arm with ``mae`` and ``mae_se`` (as :func:`sweep`
+    returns at one budget). ``clear`` says the best arm's MAE is more than two standard errors
+    of the difference below every other arm's (:func:`~tailoredbench.metrics.within_noise`).
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"benchmark": ["x", "x", "y", "y"], "arm": ["a", "b", "a", "b"],
+    ...                       "mae": [0.030, 0.050, 0.0609, 0.0609], "mae_se": [0.001, 0.001, 0.003, 0.004]})
+    >>> per_benchmark(table)[["benchmark", "best", "tied", "clear"]].values.tolist()
+    [['x', 'a', '', True], ['y', 'a', 'b', False]]
+    """
+    rows = []
+    for benchmark, part in table.groupby("benchmark", sort=False):
+        part = part.set_index(part[key].astype(str))
+        best = str(part["mae"].idxmin())
+        mae, se = part.loc[best, "mae"], part.loc[best, "mae_se"]
+        others = part.drop(index=best)
+        tied = [str(a) for a, r in others.iterrows() if within_noise(mae, se, r["mae"], r["mae_se"])]
+        runner_up = others.loc[others["mae"].idxmin()] if len(others) else None
+        rows.append(
+            {
+                "benchmark": benchmark,
+                **({"targets": int(part["targets"].iloc[0])} if "targets" in part else {}),
+                "best": best,
+                "mae": mae,
+                "mae_se": se,
+                "runner_up": str(runner_up.name) if runner_up is not None else "",
+                "runner_up_mae": runner_up["mae"] if runner_up is not None else np.nan,
+                "runner_up_mae_se": runner_up["mae_se"] if runner_up is not None else np.nan,
+                "tied": ", ".join(tied),
+                "clear": not tied,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _names(items) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
+    """:func:`per_benchmark` in one sentence: which arm is lowest where, and where that is clear of noise.
+
+    ``label`` formats an arm (``"G-set {}"``).
+
+    Examples
+    --------
+    >>> verdicts = pd.DataFrame({"benchmark": ["x", "y", "z"], "best": ["a", "a", "b"], "clear": [True, False, False]})
+    >>> print(best_by_benchmark(verdicts, "arm {}"))  # doctest: +NORMALIZE_WHITESPACE
+    Lowest MAE per benchmark: arm a for x and y, arm b for z; it is clear of the rest by two standard errors
+    only for x.
+    """
+    groups = verdicts.groupby("best", sort=False)["benchmark"].agg(list)
+    groups = groups.loc[groups.map(len).sort_values(ascending=False, kind="stable").index]
+    where = ", ".join(f"{label.format(arm)} for {_names(names)}" for arm, names in groups.items())
+    clear = verdicts.loc[verdicts["clear"], "benchmark"].tolist()
+    if len(verdicts) == 1:
+        tied = [label.format(arm) for arm in str(verdicts["tied"].iloc[0]).split(", ")] if not clear else []
+        verb = "is" if len(tied) == 1 else "are"
+        return f"Lowest MAE: {where}; " + (
+            "it is clear of the rest by two standard errors." if clear else f"{_names(tied)} {verb} within noise of it."
+        )
+    if not clear:
+        tail = "on every benchmark another arm is within two standard errors of it."
+    elif len(clear) == len(verdicts):
+        tail = "it is clear of the rest by two standard errors on each."
+    else:
+        tail = f"it is clear of the rest by two standard errors only for {_names(clear)}."
+    return f"Lowest MAE per benchmark: {where}; {tail}"
+
+
+def gap_shares(table: pd.DataFrame, a: str, b: str, key: str = "arm") -> pd.DataFrame:
+    """How much each benchmark gives of the gap between arms ``b`` and ``a`` in the mean MAE over benchmarks.
+
+    ``share`` is the benchmark's part of ``mean(b) - mean(a)`` (the shares add up to 1); one
+    benchmark with more than half of it makes the average on its own. ``without_tie``: whether
+    the two arms are within noise once that benchmark is left out.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"benchmark": ["x", "x", "y", "y"], "arm": ["5", "10"] * 2,
+    ...                       "mae": [0.03, 0.031, 0.03, 0.06], "mae_se": [0.001, 0.001, 0.01, 0.01]})
+    >>> gap_shares(table, "5", "10")[["benchmark", "share", "without_tie"]].round(2).values.tolist()
+    [['x', 0.03, False], ['y', 0.97, True]]
+    """
+    arms = table.assign(**{key: table[key].astype(str)}).set_index(["benchmark", key])
+    mae, se = arms["mae"].unstack(key), arms["mae_se"].unstack(key)
+    gap = mae[b] - mae[a]
+    rows = []
+    for benchmark in mae.index:
+        rest = mae.index != benchmark
+        n = rest.sum()
+        if n:
+            mean_a, mean_b = mae.loc[rest, a].mean(), mae.loc[rest, b].mean()
+            se_a, se_b = np.sqrt((se.loc[rest, a] ** 2).sum()) / n, np.sqrt((se.loc[rest, b] ** 2).sum()) / n
+            tie = within_noise(mean_a, se_a, mean_b, se_b)
+        else:
+            mean_a = mean_b = np.nan
+            tie = True
+        rows.append(
+            {
+                "benchmark": benchmark,
+                "gap": gap[benchmark],
+                "share": gap[benchmark] / gap.sum() if gap.sum() else np.nan,
+                "without_mae_a": mean_a,
+                "without_mae_b": mean_b,
+                "without_tie": bool(tie),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def mean_verdict(table: pd.DataFrame, key: str = "arm", label: str = "{}") -> str:
+    """The average over benchmarks in one sentence: its best arm against the next, and whether one benchmark makes it.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"benchmark": ["x", "x", "y", "y"], "arm": ["5", "10"] * 2,
+    ...                       "mae": [0.03, 0.031, 0.03, 0.06], "mae_se": [0.001, 0.001, 0.003, 0.003]})
+    >>> print(mean_verdict(table, label="G-set {}"))  # doctest: +NORMALIZE_WHITESPACE
+    Averaged over 2 benchmarks, G-set 5 has the lowest MAE (0.0300 ± 0.0016, against 0.0455 ± 0.0016 for
+    G-set 10), but y gives 97% of that gap, and without it the two are within noise.
+    """
+    averaged = by_arm(table, keys=[key]).assign(**{key: lambda d: d[key].astype(str)}).set_index(key)
+    order = averaged["mae"].sort_values(kind="stable").index
+    a, b = averaged.loc[order[0]], averaged.loc[order[1]]
+    n = table["benchmark"].nunique()
+    head = (
+        f"Averaged over {n} benchmarks, {label.format(order[0])} has the lowest MAE "
+        f"({a['mae']:.4f} ± {a['mae_se']:.4f}, against {b['mae']:.4f} ± {b['mae_se']:.4f} for {label.format(order[1])})"
+    )
+    shares = gap_shares(table, order[0], order[1], key).set_index("benchmark")
+    top = shares["share"].idxmax()
+    share = shares.loc[top, "share"]
+    gives = (
+        f"{top} gives {share:.0%} of that gap"
+        if share <= 1
+        else f"{top} gives more than all of that gap ({share:.0%}; the others lean the other way)"
+    )
+    if within_noise(a["mae"], a["mae_se"], b["mae"], b["mae_se"]):
+        return head + ", a tie within noise" + (f"; {gives}." if share > 0.5 else ".")
+    if share > 0.5:
+        rest = "without it the two are within noise" if shares.loc[top, "without_tie"] else "the rest agree"
+        return head + f", but {gives}, and {rest}."
+    return head + "; no one benchmark gives more than half of that gap."
+
+
+def paper_gap(ours: float, ours_se: float, theirs: float) -> str:
+    """Our mean beside the paper's figure, the gap in our standard errors (the paper gives none).
+
+    Examples
+    --------
+    >>> paper_gap(0.0322, 0.0010, 0.027)
+    "0.0322 ± 0.0010 against the paper's 0.027, 5.2 standard errors above it"
+    >>> paper_gap(0.0275, 0.0010, 0.027)
+    "0.0275 ± 0.0010 against the paper's 0.027, within two standard errors"
+    """
+    gap = (ours - theirs) / ours_se if ours_se > 0 else np.inf * np.sign(ours - theirs)
+    where = (
+        "within two standard errors"
+        if abs(gap) <= 2
+        else f"{abs(gap):.1f} standard errors {'above' if gap > 0 else 'below'} it"
+    )
+    return f"{ours:.4f} ± {ours_se:.4f} against the paper's {theirs:.3f}, {where}"
+
+
+def takeaway(table: pd.DataFrame, paper: Mapping, label: str = "{}", key: str = "arm") -> list[str]:
+    """An arm study's findings in at most three sentences, from this run's numbers.
+
+    Per benchmark (:func:`best_by_benchmark`), the average over benchmarks and whether one of
+    them makes it (:func:`mean_verdict`, with two or more), and our mean at the paper's best
+    arm beside the paper's figure (:func:`paper_gap`). ``paper`` maps an arm to the paper's
+    (tau, MAE).
+    """
+    sentences = [best_by_benchmark(per_benchmark(table, key), label)]
+    if table["benchmark"].nunique() > 1:
+        sentences.append(mean_verdict(table, key, label))
+    theirs = {str(arm): figures for arm, figures in paper.items()}
+    mean = by_arm(table, keys=[key]).assign(**{key: lambda d: d[key].astype(str)}).set_index(key)
+    best = min(theirs, key=lambda arm: theirs[arm][1])
+    if best in mean.index:
+        n = table["benchmark"].nunique()
+        sentences.append(
+            f"The paper's lowest MAE is at {label.format(best)}; ours there, over {n} benchmark"
+            f"{'s' if n > 1 else ''}, is {paper_gap(mean.loc[best, 'mae'], mean.loc[best, 'mae_se'], theirs[best][1])}."
+        )
+    return sentences
+
+
+def readable(table: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:
+    """A table for reading: every column with a ``<column>_se`` beside it as one "mean ± se" cell.
+
+    Other float columns keep ``decimals`` decimals (the paper's, ``paper*``, the three it prints); a
+    missing value is left blank.
+
+    Examples
+    --------
+    >>> readable(pd.DataFrame({"arm": ["a"], "mae": [0.04123], "mae_se": [0.00081], "paper_mae": [0.027]}))
+      arm              mae paper_mae
+    0   a  0.0412 ± 0.0008     0.027
+    """
+    out = pd.DataFrame(index=table.index)
+    for column in table.columns:
+        if column.endswith("_se") and column[:-3] in table:
+            continue
+        values = table[column]
+        if f"{column}_se" in table:
+            se = table[f"{column}_se"]
+            out[column] = [
+                "" if pd.isna(m) else f"{m:.{decimals}f} ± {e:.{decimals}f}" for m, e in zip(values, se, strict=True)
+            ]
+        elif pd.api.types.is_float_dtype(values):
+            places = 3 if column.startswith("paper") else decimals  # the paper prints three
+            out[column] = ["" if pd.isna(v) else f"{v:.{places}f}" for v in values]
+        else:
+            out[column] = values
+    return out
+
+
+def arm_grid(
+    table: pd.DataFrame, key: str = "arm", metric: str = "mae", index: Sequence[str] | None = None, decimals: int = 4
+) -> pd.DataFrame:
+    """One row per benchmark with its target count (or per ``index``), one column per arm: "mean ± se"."""
+    cells = table.assign(
+        cell=[f"{m:.{decimals}f} ± {e:.{decimals}f}" for m, e in zip(table[metric], table[f"{metric}_se"], strict=True)]
+    )
+    if index is None:
+        index = ["benchmark", "targets"] if "targets" in table else ["benchmark"]
+    index = list(index)
+    grid = cells.pivot(index=index, columns=key, values="cell")
+    grid = grid[list(dict.fromkeys(table[key]))].reindex(list(dict.fromkeys(table[index[0]])), level=0)
+    grid.columns = [str(c) for c in grid.columns]
+    return grid.reset_index()
+
+
+def best_grid(table: pd.DataFrame, key: str = "method", by: str = "budget") -> pd.DataFrame:
+    """One row per benchmark, one column per value of ``by``: the arm with the lowest MAE, and those tied with it.
+
+    A cell reads ``gp_irt`` when that arm is clear of the others by two standard errors, and
+    ``gp_irt ≈ tailoredbench`` when the arms after ``≈`` are within noise of it (:func:`per_benchmark`).
+    """
+    rows = []
+    for value, part in table.groupby(by, sort=True):
+        for _, row in per_benchmark(part, key).iterrows():
+            cell = row["best"] + (f" ≈ {row['tied']}" if row["tied"] else "")
+            rows.append({"benchmark": row["benchmark"], by: value, "cell": cell})
+    grid = pd.DataFrame(rows).pivot(index="benchmark", columns=by, values="cell")
+    grid = grid.reindex(list(dict.fromkeys(table["benchmark"])))
+    grid.columns = [f"{by} {c}" for c in grid.columns]
+    return grid.reset_index()
+
+
+def arm_summary(table: pd.DataFrame, paper: Mapping, key: str = "arm") -> pd.DataFrame:
+    """Per arm: the mean over benchmarks, the mean weighted by target count, and the paper's figures.
+
+    MAE and tau with their standard errors (:func:`by_arm`); ``weighted_mae`` counts each
+    benchmark in proportion to its targets, so that a benchmark of five target models cannot
+    make the average on its own.
+    """
+    mean = paper_table(by_arm(table, keys=[key]), paper, key)
+    weighted = by_arm(table, keys=[key], weight="targets").rename(
+        columns={"mae": "weighted_mae", "mae_se": "weighted_mae_se"}
+    )
+    mean = mean.merge(weighted[[key, "weighted_mae", "weighted_mae_se"]], on=key)
+    first = [key, "mae", "mae_se", "weighted_mae", "weighted_mae_se", "paper_mae"]
+    return mean[first + [c for c in mean.columns if c not in first]]
 
 
 def paper_table(averaged: pd.DataFrame, paper: Mapping, key: str = "arm") -> pd.DataFrame:
-    """Our averaged MAE and tau beside the paper's, per arm (the paper's blank where it has none)."""
+    """Our averaged MAE and tau (with their standard errors, where ``averaged`` has them) beside the paper's.
+
+    The paper's cell is blank where it has no figure for an arm.
+    """
     rows = []
     for _, row in averaged.iterrows():
         theirs = paper.get(row[key], paper.get(_as_number(row[key]), (np.nan, np.nan)))
-        rows.append(
-            {
-                key: row[key],
-                "mae": row["mae"],
-                "paper_mae": theirs[1],
-                "kendall_tau": row["kendall_tau"],
-                "paper_kendall_tau": theirs[0],
-            }
-        )
+        ours = {m: row[m] for m in ("mae", "mae_se", "kendall_tau", "kendall_tau_se") if m in row}
+        rows.append({key: row[key], **ours, "paper_mae": theirs[1], "paper_kendall_tau": theirs[0]})
     return pd.DataFrame(rows)
 
 
@@ -128,28 +421,6 @@ def best_arm(averaged: pd.DataFrame, key: str = "arm") -> tuple[str, str]:
         str(averaged.loc[averaged["mae"].idxmin(), key]),
         str(averaged.loc[averaged["kendall_tau"].idxmax(), key]),
     )
-
-
-def reversals(table: pd.DataFrame, key: str = "arm") -> str:
-    """The benchmarks where the arm with the lowest MAE is not the lowest on average, in words.
-
-    An average over benchmarks can hide that an arm which helps on most of them hurts on
-    some; this names them. Empty when every benchmark agrees with the average.
-    """
-    best_overall = best_arm(by_arm(table, keys=[key]), key)[0]
-    mean_mae = table.groupby([key, "benchmark"], sort=False)["mae"].mean().unstack(key)
-    found = []
-    for benchmark, row in mean_mae.iterrows():
-        best_here = str(row.idxmin())
-        if best_here != best_overall:
-            tie = ", equal to four decimals" if round(row.min(), 4) == round(row[best_overall], 4) else ""
-            found.append(
-                f"{benchmark} (lowest: {best_here}, {row.min():.4f}, against {best_overall}'s "
-                f"{row[best_overall]:.4f}{tie})"
-            )
-    if not found:
-        return f"Every benchmark agrees with the average: {best_overall} has the lowest MAE on each."
-    return f"The average hides a reversal on {len(found)} of {len(mean_mae)} benchmarks: " + "; ".join(found) + "."
 
 
 # ---------------------------------------------------------------------------
@@ -209,10 +480,14 @@ def native_families(bench: Benchmark, runs: int = 10, seed: int = 0, g_size: int
 
 
 def own_family(frame: pd.DataFrame, min_targets: int = 3) -> pd.DataFrame:
-    """Per target family (with a known family and ``min_targets`` targets): own-family share vs base rate."""
+    """Per target family (with a known family and ``min_targets`` targets): own-family share vs base rate.
+
+    ``lift`` is their ratio: above 1, the family's targets pick their own family more often than its
+    share among all sources would.
+    """
     own = frame[(frame["target_family"] == frame["source_family"]) & (frame["target_family"] != "other")]
-    own = own[own["targets"] >= min_targets]
-    return own[["target_family", "targets", "share", "base"]].rename(
+    own = own[own["targets"] >= min_targets].assign(lift=lambda d: d["share"] / d["base"])
+    return own[["target_family", "targets", "share", "base", "lift"]].rename(
         columns={"share": "native_share", "base": "share_among_all_sources"}
     )
 
@@ -315,10 +590,12 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
     ``spread``, if given, adds the ``coverage_se`` of :func:`coverage_by_target`
     (with a ``benchmark`` column). ``meets_mae`` checks the ratio target (<= 0.9 on
     GSM8K and ARC, <= 1 elsewhere) and a tau not lower; ``meets_coverage`` the 85-95%
-    range.
+    range. ``mae_se`` is the mean over budgets of each budget's standard error: the budgets share
+    their runs, so the errors of their MAEs go together, and this bound does not assume otherwise.
     """
     faithful = _plus("calibrated")
-    table = summary.groupby(["benchmark", "method"], sort=False)[["mae", "kendall_tau", "coverage", "width"]].mean()
+    means = ["mae", "mae_se", "kendall_tau", "kendall_tau_se", "coverage", "width"]
+    table = summary.groupby(["benchmark", "method"], sort=False)[[m for m in means if m in summary]].mean()
     table = table.reset_index()
     if spread is not None:
         table = table.merge(spread[["benchmark", "method", "coverage_se"]], on=["benchmark", "method"], how="left")
@@ -342,6 +619,48 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
     table["meets_mae"] = table["meets_mae"].astype(object)
     table.loc[table["method"] == faithful, "meets_mae"] = None  # the reference itself
     return table
+
+
+def beyond_headline(table: pd.DataFrame) -> pd.DataFrame:
+    """Per benchmark, from :func:`beyond_table`: the faithful method, TailoredBench+ and the best baseline.
+
+    MAE over budgets with its standard error, TailoredBench+'s MAE as a ratio to the faithful
+    method's and whether the two differ beyond noise (``lower``, ``higher`` or ``tie``), and
+    TailoredBench+'s interval coverage with its standard error across targets.
+    """
+    rows = []
+    for benchmark, part in table.groupby("benchmark", sort=False):
+        by_role = part.set_index("role")
+        faithful, plus = by_role.loc["faithful TailoredBench"], by_role.loc["TailoredBench+ (chosen)"]
+        baseline = by_role.loc["best baseline"] if "best baseline" in by_role.index else None
+        tie = within_noise(plus["mae"], plus["mae_se"], faithful["mae"], faithful["mae_se"])
+        rows.append(
+            {
+                "benchmark": benchmark,
+                "faithful": faithful["mae"],
+                "faithful_se": faithful["mae_se"],
+                "TailoredBench+": plus["mae"],
+                "TailoredBench+_se": plus["mae_se"],
+                "ratio": plus["mae_ratio"],
+                "against faithful": "tie" if tie else "lower" if plus["mae"] < faithful["mae"] else "higher",
+                "best baseline": baseline["method"] if baseline is not None else "",
+                "baseline": baseline["mae"] if baseline is not None else np.nan,
+                "baseline_se": baseline["mae_se"] if baseline is not None else np.nan,
+                "coverage": plus["coverage"],
+                "coverage_se": plus["coverage_se"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def by_benchmark(table: pd.DataFrame, value: str, row: str = "method", mean: bool = True) -> pd.DataFrame:
+    """A long table pivoted for reading: one row per ``row``, one column per benchmark (and their ``mean``)."""
+    order = list(dict.fromkeys(table["benchmark"]))
+    grid = table.pivot_table(index=row, columns="benchmark", values=value, sort=False)[order]
+    if mean and len(order) > 1:
+        grid["mean"] = grid[order].mean(axis=1)
+    grid.columns.name = None
+    return grid.reset_index()
 
 
 def normalisation_table(
@@ -465,3 +784,97 @@ def agreement(agrees: bool, partly: bool = False) -> str:
     if agrees:
         return "Agrees with the paper."
     return "Agrees in part with the paper." if partly else "Differs from the paper."
+
+
+# ---------------------------------------------------------------------------
+# The precision (sequential) mode
+
+
+def items_by_precision(rounds_of: Mapping[str, Simulation], precisions: Sequence[float]) -> pd.DataFrame:
+    """Per benchmark, precision and method: the items the sequential mode asks and the coverage where it stops.
+
+    ``rounds_of`` maps a benchmark to its :func:`~tailoredbench.sequential.simulate_rounds`. Each
+    target's mean over runs is one observation: ``items_se`` and ``coverage_se`` are their spread
+    across targets over ``sqrt(n_targets)``, as in :func:`coverage_by_target`. ``reached`` is the
+    share of (target, run) that reached the precision by the maximum budget.
+    """
+    rows = []
+    for name, rounds in rounds_of.items():
+        for precision in precisions:
+            stopped = sequential.stop(rounds, precision).results
+            per_target = stopped.assign(covered=covered(stopped)).groupby(["method", "target"], sort=False)
+            means = per_target[["items", "covered"]].mean()
+            for method, part in means.groupby(level="method", sort=False):
+                n = len(part)
+                mine = stopped[stopped["method"] == method]
+                rows.append(
+                    {
+                        "benchmark": name,
+                        "precision": precision,
+                        "method": method,
+                        "items": part["items"].mean(),
+                        "items_se": part["items"].std(ddof=1) / np.sqrt(n) if n > 1 else 0.0,
+                        "reached": float(mine["precision_met"].mean()),
+                        "coverage": part["covered"].mean(),
+                        "coverage_se": part["covered"].std(ddof=1) / np.sqrt(n) if n > 1 else 0.0,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def fewest_items(items: pd.DataFrame, share: float = sequential.GOAL_SHARE) -> pd.DataFrame:
+    """Per benchmark and precision: the method asking fewest items, of those that bring ``share`` of the targets there.
+
+    ``items`` is :func:`items_by_precision`'s table. ``fewest`` is a method's name, ``"tie"`` when
+    the lowest two are within noise (:func:`~tailoredbench.metrics.within_noise`), or ``"none"``
+    when no method brings ``share`` of the targets to the precision by the maximum budget; the
+    row gives that method's items and coverage (the lowest's, for a tie).
+
+    Examples
+    --------
+    >>> items = pd.DataFrame({"benchmark": "x", "precision": [0.05, 0.05, 0.1, 0.1], "method": ["a", "b"] * 2,
+    ...                       "items": [40.0, 30.0, 15.0, 15.5], "items_se": 1.0, "reached": [0.95, 0.92, 1, 1],
+    ...                       "coverage": 0.9, "coverage_se": 0.01})
+    >>> fewest_items(items)[["precision", "fewest", "items"]].values.tolist()
+    [[0.05, 'b', 30.0], [0.1, 'tie', 15.0]]
+    """
+    rows = []
+    for (name, precision), part in items.groupby(["benchmark", "precision"], sort=False):
+        able = part[part["reached"] >= share].sort_values("items", kind="stable")
+        row = {"benchmark": name, "precision": precision}
+        if able.empty:
+            best = part.sort_values("reached", ascending=False, kind="stable").iloc[0]
+            rows.append({**row, "fewest": "none", **best[["items", "items_se", "reached", "coverage", "coverage_se"]]})
+            continue
+        best = able.iloc[0]
+        tie = len(able) > 1 and within_noise(
+            best["items"], best["items_se"], able.iloc[1]["items"], able.iloc[1]["items_se"]
+        )
+        rows.append(
+            {
+                **row,
+                "fewest": "tie" if tie else best["method"],
+                **best[["items", "items_se", "reached", "coverage", "coverage_se"]],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def fewest_grid(fewest: pd.DataFrame, short: Mapping[str, str]) -> pd.DataFrame:
+    """:func:`fewest_items` at a glance: one row per benchmark, one column per precision.
+
+    A cell names the method with the fewest items (by its ``short`` name; ``tie`` or ``none``),
+    its mean items and its intervals' coverage where it stops, e.g. ``TB+ 45, 88 ± 3%``.
+    """
+    cells = fewest.assign(
+        cell=[
+            f"{short.get(r.fewest, r.fewest)} {r.items:.0f}, {r.coverage:.0%} ± {r.coverage_se:.0%}"
+            if r.fewest != "none"
+            else f"none ({r.reached:.0%} reach it)"
+            for r in fewest.itertuples()
+        ]
+    )
+    grid = cells.pivot(index="benchmark", columns="precision", values="cell")
+    grid = grid.reindex(list(dict.fromkeys(fewest["benchmark"])))
+    grid.columns = [f"±{p:g}" for p in grid.columns]
+    return grid.reset_index()

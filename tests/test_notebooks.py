@@ -215,7 +215,13 @@ def test_tutorial_runs_the_real_workflow(tmp_path):
     out = tmp_path / "tutorial_evaluate_your_model"
     nb = check_clean(out / "tutorial_evaluate_your_model.ipynb", tmp_path)
     assert len(image_cells(nb)) == 4
+    # the steps are the shell commands a user types, run in the kernel's environment
+    commands = [c.source for c in nb.cells if c.cell_type == "code" and c.source.startswith("!")]
+    assert [c.split()[2:4] for c in commands] == [["tailoredbench", "plan"]] * 2 + [["tailoredbench", "estimate"]]
+    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "wrote plan/g_set.json" in printed and "wrote plan/n_set.json" in printed and "\x1b" not in printed
     metrics = json.loads((out / "metrics.json").read_text())
+    assert 1 <= len(metrics["findings"]) <= 3 and all(len(line) <= 300 for line in metrics["findings"])
     assert len(metrics["items_used"]) == metrics["budget"] == 30
     assert abs(metrics["estimate"] - metrics["true_accuracy"]) < 0.1
     for figure in ("g_set", "native_families", "clusters", "calibration"):
