@@ -58,15 +58,9 @@ def _add_precision(parser, what: str) -> None:
     parser.add_argument(
         "--precision", type=_number, help=f"{what}: add items in rounds until the 90%% interval is +- this"
     )
+    parser.add_argument("--max-budget", type=_positive_int, help=f"with --precision: most items (default {MAX_BUDGET})")
     parser.add_argument(
-        "--max-budget",
-        type=_positive_int,
-        help=f"with --precision: most items (default {MAX_BUDGET})",
-    )
-    parser.add_argument(
-        "--round-size",
-        type=_positive_int,
-        help=f"with --precision: items per round (default {ROUND_SIZE})",
+        "--round-size", type=_positive_int, help=f"with --precision: items per round (default {ROUND_SIZE})"
     )
 
 
@@ -274,16 +268,11 @@ def _record(args, bench, row, seconds: dict, **first) -> dict:
         "benchmark": bench.name,
         **first,
         "runs": int(row["runs"]),
-        "seed": args.seed,
-        "g_size": args.g_size,
-        "distance": args.distance,
+        **{k: getattr(args, k) for k in ("seed", "g_size", "distance")},
         "n_source": bench.source.n_models,
         "n_target": bench.target.n_models,
         "n_items": bench.n_items,
-        "mae": float(row["mae"]),
-        "mae_se": float(row["mae_se"]),
-        "kendall_tau": float(row["kendall_tau"]),
-        "kendall_tau_se": float(row["kendall_tau_se"]),
+        **{k: float(row[k]) for k in ("mae", "mae_se", "kendall_tau", "kendall_tau_se")},
     }
     if "coverage" in row:
         record.update(interval_level=args.interval, coverage=float(row["coverage"]), interval_width=float(row["width"]))
@@ -333,16 +322,8 @@ def _plan(args) -> int:
         if not args.out:
             raise TailoredBenchError("plan --benchmark needs --out FOLDER")
         check_distance(args.distance)
-        state = plan_g_set(
-            args.benchmark,
-            args.out,
-            task=args.task,
-            metric=args.metric,
-            g_size=args.g_size,
-            seed=args.seed or 0,
-            distance=args.distance,
-            force=args.force,
-        )
+        options = {k: getattr(args, k) for k in ("task", "metric", "g_size", "distance", "force")}
+        state = plan_g_set(args.benchmark, args.out, seed=args.seed or 0, **options)
         print(f"wrote {args.out}/{G_SET}: {len(state.g_set_doc_ids)} items of task {state.task} (the G-set)")
         print(
             f"next: lm-eval run ... --tasks {state.task} --samples {args.out}/{G_SET} --log_samples --output_path OUT"

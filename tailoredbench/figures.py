@@ -1,13 +1,8 @@
 """Every figure of the reports: each function draws one, saves it where it is told and returns it.
 
-No backend is chosen here: in Jupyter (or papermill) the figure a function returns is shown
-in its cell by the inline backend and is the very object saved under ``reports/``; in a
-script, matplotlib picks its own backend and the caller closes the figure when done.
-
-Every figure colours a method with :func:`method_colour`, from :data:`METHOD_COLOURS`, the
-one home of the palette: a notebook that draws its own figure takes its colours from here.
-Figures are drawn :data:`WIDTH` inches wide at :data:`DPI`, the width of a notebook's column,
-so that a legend or tick read in the saved file reads the same in the notebook.
+No backend is chosen here: a notebook shows the very figure saved under ``reports/``. Methods take
+their colours from :data:`METHOD_COLOURS` via :func:`method_colour`; figures are :data:`WIDTH` inches
+wide at :data:`DPI`, a notebook's column, so the saved file reads as the notebook does.
 """
 
 from __future__ import annotations
@@ -184,8 +179,16 @@ def plotting():
 
 
 def _save(fig, path) -> None:
-    # "tight": a legend outside the axes is part of the picture
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    if path:  # "tight": a legend outside the axes is part of the picture
+        fig.savefig(path, dpi=DPI, bbox_inches="tight")
+
+
+def _line(ax, line: pd.DataFrame, metric: str, method: str, label: str, ms: int = 4, capsize: int = 2) -> None:
+    """One method's ``metric`` against budget, ± one standard error, in its colour and marker."""
+    yerr, colour, marker = line.get(f"{metric}_se"), method_colour(method), method_marker(method)
+    ax.errorbar(
+        line["budget"], line[metric], yerr=yerr, marker=marker, ms=ms, capsize=capsize, color=colour, label=label
+    )
 
 
 def _legend_below(fig, entries: tuple[list, list], ncol: int | None = None) -> None:
@@ -223,17 +226,7 @@ def plot_budget_curves(summary: pd.DataFrame, path: str | Path, title: str = "")
     panels = (("mae", "MAE (lower is better)"), ("kendall_tau", "Kendall's tau (higher is better)"))
     for ax, (metric, label) in zip(axes, panels, strict=True):
         for method in method_order(summary["method"]):
-            group = summary[summary["method"] == method].sort_values("budget")
-            ax.errorbar(
-                group["budget"],
-                group[metric],
-                yerr=group.get(f"{metric}_se"),
-                marker=method_marker(method),
-                ms=5,
-                label=method,
-                color=method_colour(method),
-                capsize=3,
-            )
+            _line(ax, summary[summary["method"] == method].sort_values("budget"), metric, method, method, 5, 3)
         ax.set_xticks(sorted(summary["budget"].unique()))
         ax.set_xlabel("budget (items answered per target)")
         ax.set_ylabel(label)
@@ -295,17 +288,7 @@ def plot_main_figure(table: pd.DataFrame, path: str | Path, title: str = ""):
         for col, (metric, label, better) in enumerate(metrics):
             ax = axes[row, col]
             for method in methods:
-                line = part[part["method"] == method].sort_values("budget")
-                ax.errorbar(
-                    line["budget"],
-                    line[metric],
-                    yerr=line.get(f"{metric}_se"),
-                    marker=method_marker(method),
-                    ms=4,
-                    capsize=2,
-                    color=method_colour(method),
-                    label=method,
-                )
+                _line(ax, part[part["method"] == method].sort_values("budget"), metric, method, method)
             ax.set_xticks(sorted(part["budget"].unique()))
             ax.set_title(f"{name}: {label} ({better})", fontsize=11)
             ax.set_ylabel(f"{label} (± s.e.)")
@@ -374,8 +357,7 @@ def plot_probe(source: np.ndarray, g_items, n_items=(), labels=None, path=None, 
             f"{len(probe)} probe items; the {highlight} largest clusters coloured (formed in {formed})", fontsize=11
         )
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    if path:
-        _save(fig, path)
+    _save(fig, path)
     return fig
 
 
@@ -395,8 +377,7 @@ def plot_native_sources(g_source, g_result, native, distance: str = "manhattan",
     ax.set_xlabel("source models, nearest to the target first")
     ax.set_ylabel(f"{distance} distance on the G-set")
     _legend_below(fig, ax.get_legend_handles_labels(), ncol=3)
-    if path:
-        _save(fig, path)
+    _save(fig, path)
     return fig
 
 
@@ -410,8 +391,7 @@ def plot_native_families(all_sources, native, path=None):
     ax.set_xlabel("share of models")
     ax.set_ylabel("model family")
     ax.legend(loc="lower right")
-    if path:
-        _save(fig, path)
+    _save(fig, path)
     return fig
 
 
@@ -441,8 +421,7 @@ def plot_calibration(native_mean, probe, results, path=None):
     axes[1].set_xlabel("cluster (G-set first)")
     axes[1].set_ylabel("calibration factor")
     axes[1].set_title("(y_c + .5) / (m_c + .5)", fontsize=11)
-    if path:
-        _save(fig, path)
+    _save(fig, path)
     return fig
 
 
@@ -469,16 +448,7 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, cover
         for method in order:
             line = part[part["method"] == method].sort_values("budget")
             if len(line):
-                ax.errorbar(
-                    line["budget"],
-                    line["mae"],
-                    yerr=line.get("mae_se"),
-                    marker=method_marker(method),
-                    ms=4,
-                    capsize=2,
-                    color=method_colour(method),
-                    label=methods[method],
-                )
+                _line(ax, line, "mae", method, methods[method])
         ax.set_xticks(sorted(part["budget"].unique()))
         ax.set_title(name, fontsize=11)
         ax.set_xlabel("budget (items)")
@@ -498,14 +468,10 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, cover
         present = [m for m in order if m in means[name].index]
         for k, method in enumerate(present):
             error = errors.get((name, method), np.nan)
+            at, yerr = x + (k - (len(present) - 1) / 2) * width, None if np.isnan(error) else error
+            colour = method_colour(method)
             bars.bar(
-                x + (k - (len(present) - 1) / 2) * width,
-                means[name, method],
-                width=width * 0.92,
-                yerr=None if np.isnan(error) else error,
-                capsize=3,
-                color=method_colour(method),
-                label=methods[method],
+                at, means[name, method], width=width * 0.92, yerr=yerr, capsize=3, color=colour, label=methods[method]
             )
     bars.set_xticks(range(len(benchmarks)), benchmarks)
     low = float(np.nanmin(means.to_numpy() - errors.fillna(0).to_numpy()))
@@ -542,17 +508,8 @@ def plot_arms(table: pd.DataFrame, path, x: str = "arm", title: str = "", hue: s
             line = data[data[hue] == group].groupby(x, sort=False)[[metric, f"{metric}_se"]].mean().reindex(order)
             # a small sideways offset per line: error bars at one arm do not hide each other
             shift = (k - (len(groups) - 1) / 2) * 0.04
-            ax.errorbar(
-                at + shift,
-                line[metric],
-                yerr=line[f"{metric}_se"],
-                color=colours[group],
-                marker="o",
-                ms=4,
-                lw=1,
-                capsize=2,
-                label=str(group),
-            )
+            style = {"color": colours[group], "marker": "o", "ms": 4, "lw": 1, "capsize": 2, "label": str(group)}
+            ax.errorbar(at + shift, line[metric], yerr=line[f"{metric}_se"], **style)
         if hue == "benchmark" and len(groups) > 1:
             per = data.groupby([x, hue], sort=False)[[metric, f"{metric}_se"]].mean()
             mean = per[metric].groupby(level=0, sort=False).mean().reindex(order)
@@ -852,25 +809,13 @@ def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None,
     columns = {"estimate": "calibrated estimate", "probe_mean": "plain mean of the probe"}
     left.axhline(0.0, color="grey", lw=1)
     for column, label in columns.items():
-        left.scatter(
-            table["truth"],
-            table[column] - table["truth"],
-            s=18,
-            color=WALKTHROUGH_COLOURS[label],
-            alpha=0.8,
-            label=label,
-        )
+        error = table[column] - table["truth"]
+        left.scatter(table["truth"], error, s=18, color=WALKTHROUGH_COLOURS[label], alpha=0.8, label=label)
     if "n_native" in table:
         alone = table[table["n_native"] == 1]
         if len(alone):
-            left.scatter(
-                alone["truth"],
-                alone["estimate"] - alone["truth"],
-                marker="x",
-                s=50,
-                c="black",
-                label="one native source",
-            )
+            error = alone["estimate"] - alone["truth"]
+            left.scatter(alone["truth"], error, marker="x", s=50, c="black", label="one native source")
     if strongest_source is not None:
         left.axvline(strongest_source, color="black", ls="--", lw=1, label="strongest source model")
     if worked is not None:
