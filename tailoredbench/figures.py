@@ -191,6 +191,12 @@ def _line(ax, line: pd.DataFrame, metric: str, method: str, label: str, ms: int 
     )
 
 
+def _tight(fig, path, dpi: int = 110) -> None:
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=dpi)
+
+
 def _legend_below(fig, entries: tuple[list, list], ncol: int | None = None) -> None:
     """One legend for every panel, below them, where it hides no line: ``entries`` are (handles, labels)."""
     handles, labels = entries
@@ -319,10 +325,8 @@ def item_map(source: np.ndarray) -> np.ndarray:
 def plot_probe(source: np.ndarray, g_items, n_items=(), labels=None, path=None, *, native=None, highlight: int = 3):
     """The items in two dimensions with the probe on them; given ``labels``, the ``highlight`` largest clusters.
 
-    The view is the first two principal components of the items embedded by every source
-    model's z-scored results, the space the G-set is chosen in; given ``native`` (row indices
-    of the native sources), by the native sources' alone, the space the N-set's clusters are
-    formed in. Only a few clusters get a colour: thirty colours cannot be told apart.
+    The items are embedded by every source's results (the G-set's space), or given ``native`` (row
+    indices) by the native sources' alone (the N-set's). Few clusters get a colour: thirty cannot be told apart.
     """
     fig, ax = _axes(width=WIDTH * 0.8, height=4.8)
     source = np.asarray(source, dtype=float)
@@ -428,11 +432,9 @@ def plot_calibration(native_mean, probe, results, path=None):
 def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, coverage: pd.DataFrame | None = None):
     """MAE against budget per benchmark (top), and every method's interval coverage per benchmark (bottom).
 
-    ``methods`` maps a method name in ``summary`` to its label in the figure; a method keeps
-    its own colour whatever its label. Coverage is the mean over budgets; its error bar is
-    one standard error across targets, from ``coverage`` (rows of benchmark, method and
-    ``coverage_se``, as :func:`~tailoredbench.studies.beyond_table` returns them) or from a
-    ``coverage_se`` column of ``summary``; with neither, the bars have none.
+    ``methods`` maps a method name in ``summary`` to its label. Coverage is the mean over budgets, its
+    error bar one standard error across targets, from ``coverage`` (as :func:`~tailoredbench.studies.beyond_table`
+    returns it) or else a ``coverage_se`` column of ``summary``.
     """
     plt, _ = plotting()
     data = summary[summary["method"].isin(list(methods))]
@@ -537,17 +539,15 @@ def plot_counts(table: pd.DataFrame, adaptive: np.ndarray, adaptive_mae: float, 
     ax.set_ylabel("MAE")
     ax.set_title(title)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    _tight(fig, path, dpi=120)
     return fig
 
 
 def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets: int = 3):
     """Rows: target families; columns: the same families, then all others; cells: share of the native sources.
 
-    Families sit in the same order on both axes, so a family's share among its own targets'
-    native sources is on the diagonal (outlined); the last row is each family's share among
-    all source models, the share a target would get by chance.
+    A family's share among its own targets' native sources is on the diagonal (outlined); the last
+    row is each family's share among all source models, a target's by chance.
     """
     plt, sns = plotting()
     shown = frame[frame["targets"] >= min_targets]
@@ -594,8 +594,7 @@ def plot_embedding(
 ):
     """Side by side: items embedded by source and by target models; the ``highlight`` largest coreset clusters coloured.
 
-    The same clusters in both views: compact where the coreset was chosen (the source
-    models), scattered where it is used (the target models) when the two disagree.
+    Compact where the coreset was chosen (sources), scattered where it is used (targets) if the two disagree.
     """
     plt, _ = plotting()
     fig, axes = plt.subplots(1, len(coords), figsize=(WIDTH, 4.6), squeeze=False, layout="constrained")
@@ -700,8 +699,7 @@ def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title
     right.legend(**below)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _tight(fig, path)
     return fig
 
 
@@ -753,9 +751,7 @@ def plot_pipeline(path=None):
     arrow((xs[1] + width / 2, 0.95), (xs[1] + width / 2, y - 0.05), "G-set answers")
     arrow((xs[2] + 0.6, y - 0.05), (xs[2] + 0.6, 0.95), "asks the N-set")
     arrow((xs[3] + width / 2, 0.95), (xs[3] + width / 2, y - 0.05), "all its answers")
-    fig.tight_layout()
-    if path:
-        fig.savefig(path, dpi=110)
+    _tight(fig, path)
     return fig
 
 
@@ -772,14 +768,10 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 6
     points, first, count = np.unique(np.round(xy, 9), axis=0, return_index=True, return_counts=True)
     area = 10 * np.sqrt(count)
     grey = ~np.isin(labels[first], shown)
-    ax.scatter(
-        points[grey, 0], points[grey, 1], s=area[grey], c="lightgrey", alpha=0.7, label="items of other clusters"
-    )
+    ax.scatter(*points[grey].T, s=area[grey], c="lightgrey", alpha=0.7, label="items of other clusters")
     for colour, cluster in zip(CLUSTER_COLOURS, shown, strict=False):
         mine = labels[first] == cluster
-        ax.scatter(
-            points[mine, 0], points[mine, 1], s=area[mine], color=colour, alpha=0.75, label=f"{sizes[cluster]} items"
-        )
+        ax.scatter(*points[mine].T, s=area[mine], color=colour, alpha=0.75, label=f"{sizes[cluster]} items")
     ax.scatter(*xy[np.asarray(g_items, dtype=int)].T, marker="*", s=110, c="black", label="G-set item (medoid)")
     if len(n_items):
         ax.scatter(
@@ -787,16 +779,13 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 6
         )
     ax.set_xlabel("item PC 1")
     ax.set_ylabel("item PC 2")
-    legend = ax.legend(
-        loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", title="cluster", title_fontsize="small"
-    )
+    outside = {"loc": "upper left", "bbox_to_anchor": (1.01, 1)}
+    legend = ax.legend(**outside, fontsize="small", title="cluster", title_fontsize="small")
     for handle in legend.legend_handles[: len(shown) + 1]:  # the clusters' markers at one size, not their first point's
         handle.set_sizes([30])
     if title:
         ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    if path:
-        fig.savefig(path, dpi=110)
+    _tight(fig, path)
     return fig
 
 
@@ -838,7 +827,5 @@ def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None,
     right.bar(range(2), means, yerr=ses, capsize=4, color=[WALKTHROUGH_COLOURS[label] for label in errors])
     right.set_xticks(range(2), ["calibrated\nestimate", "plain mean\nof the probe"])
     right.set_ylabel("MAE over the targets (± se)")
-    fig.tight_layout()
-    if path:
-        fig.savefig(path, dpi=110)
+    _tight(fig, path)
     return fig
