@@ -245,9 +245,9 @@ def _simulate(args) -> int:
     sim = simulate(bench, budgets=args.budget, interval=None if args.no_interval else args.interval, **common)
     if args.tidy:
         _write_output(args.tidy, sim.results.to_csv(index=False), args.force)
-    records = []
-    for _, row in sim.summary.iterrows():
-        records.append(_record(args, bench, row, sim.seconds_per_run, budget=int(row["budget"])))
+    records = [
+        _record(args, bench, row, sim.seconds_per_run, budget=int(row["budget"])) for _, row in sim.summary.iterrows()
+    ]
     if args.json:
         _print_json(records)
     else:
@@ -395,9 +395,11 @@ def _reproduce(args) -> int:
     return 0
 
 
-def _os_error(err: OSError) -> str:
-    """An operating system's error in one line, naming its file when it has one."""
-    if err.filename and err.strerror:
+def _one_line(err: Exception) -> str:
+    """An error in one line; an operating system's names its file when it has one."""
+    if isinstance(err, TailoredBenchError):
+        return str(err)
+    if isinstance(err, OSError) and err.filename and err.strerror:
         return f"{err.filename}: {err.strerror}"
     return f"{type(err).__name__}: {err}"
 
@@ -418,14 +420,8 @@ def main(argv=None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except TailoredBenchError as err:
-        print(f"tailoredbench: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"tailoredbench: error: {_os_error(err)}", file=sys.stderr)
-        return 2
-    except MemoryError as err:
-        print(f"tailoredbench: error: {type(err).__name__}: {err}", file=sys.stderr)
+    except (TailoredBenchError, OSError, MemoryError) as err:
+        print(f"tailoredbench: error: {_one_line(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for it
         print("tailoredbench: interrupted", file=sys.stderr)
