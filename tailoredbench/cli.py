@@ -293,12 +293,8 @@ def _simulate_precision(args, bench, common) -> int:
     records = []
     for _, row in outcome.summary.iterrows():
         record = _record(args, bench, row, rounds.seconds_per_run, **settings)
-        record.update(
-            items_mean=float(row["items_mean"]),
-            items_p90=float(row["items_p90"]),
-            precision_met=float(row["precision_met"]),
-            fixed_budget=None if np.isnan(row["fixed_budget"]) else int(row["fixed_budget"]),
-        )
+        record.update({k: float(row[k]) for k in ("items_mean", "items_p90", "precision_met")})
+        record["fixed_budget"] = None if np.isnan(row["fixed_budget"]) else int(row["fixed_budget"])
         records.append(record)
     if args.json:
         _print_json(records)

@@ -191,16 +191,12 @@ def quality(table: pd.DataFrame) -> pd.DataFrame:
     Columns: ``estimate`` (its label in :data:`ESTIMATES`), ``budget``, ``mae``, ``mae_se``,
     ``kendall_tau``, ``kendall_tau_se``, ``runs`` (seeds).
     """
-    tidy = pd.concat(
-        [
-            table.rename(columns={"seed": "run", "truth": "true"})[["run", "budget", "target", "true", column]]
-            .rename(columns={column: "estimate"})
-            .assign(method=label)
-            for column, label in ESTIMATES.items()
-        ],
-        ignore_index=True,
-    )
-    return summarize(tidy).rename(columns={"method": "estimate"})
+    renamed = table.rename(columns={"seed": "run", "truth": "true"})
+    columns = ["run", "budget", "target", "true"]
+    each = [
+        renamed[[*columns, c]].rename(columns={c: "estimate"}).assign(method=label) for c, label in ESTIMATES.items()
+    ]
+    return summarize(pd.concat(each, ignore_index=True)).rename(columns={"method": "estimate"})
 
 
 def with_se(mean: float, se: float, digits: int = 4) -> str:
