@@ -204,6 +204,16 @@ def _legend_below(fig, entries: tuple[list, list], ncol: int | None = None) -> N
     fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False, fontsize=LEGEND_SIZE)
 
 
+def _legend_spare(fig, spare: list, entries: tuple[list, list]) -> None:
+    """The legend in the first of the last row's empty panels, or below the panels if there is none."""
+    for ax in spare:
+        ax.set_axis_off()
+    if spare:
+        spare[0].legend(*entries, loc="center", frameon=False)
+    else:
+        _legend_below(fig, entries, ncol=3)
+
+
 def _first_handles(axes) -> tuple[list, list]:
     """Every label drawn in any of ``axes``, once, with its first handle."""
     found: dict = {}
@@ -485,13 +495,7 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, cover
     bars.set_title("Share of true accuracies inside their 90% interval", fontsize=11)
     handles, labels = _first_handles([*panels, bars])
     spare = [fig.add_subplot(grid[nrows - 1, i]) for i in range(len(benchmarks) - (nrows - 1) * ncols, ncols)]
-    if spare:
-        for ax in spare[1:]:
-            ax.set_axis_off()
-        spare[0].set_axis_off()
-        spare[0].legend(handles, labels, loc="center", frameon=False)
-    else:
-        _legend_below(fig, (handles, labels), ncol=3)
+    _legend_spare(fig, spare, (handles, labels))
     _save(fig, path)
     return fig
 
@@ -664,12 +668,7 @@ def plot_precision(table: pd.DataFrame, path: str | Path):
         "hollow: < 90% of targets reach it",
         "cross: no fixed budget up to the maximum",
     ]
-    if spare:
-        for ax in spare:
-            ax.set_axis_off()
-        spare[0].legend(handles, labels, loc="center", frameon=False)
-    else:
-        _legend_below(fig, (handles, labels), ncol=3)
+    _legend_spare(fig, spare, (handles, labels))
     _save(fig, path)
     return fig
 

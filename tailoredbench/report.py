@@ -89,6 +89,14 @@ def quality_order(summary: pd.DataFrame, metric: str = "mae") -> list[str]:
     return list(means.sort_values(["rank", "value"], kind="stable").index)
 
 
+def _cells(frame: pd.DataFrame, metric: str, key: str, style: str) -> dict:
+    """Each (``key``, method)'s ``mean ± se``; bold: the best of its ``key`` group and its ties."""
+    decimals, bold = se_decimals(frame[f"{metric}_se"]), leaders(frame, metric, keys=(key,))
+    return {
+        (r[key], r["method"]): cell(r[metric], r[f"{metric}_se"], decimals, bold[i], style) for i, r in frame.iterrows()
+    }
+
+
 def _escaped(names, style: str) -> list[str]:
     return [str(n).replace("_", r"\_") for n in names] if style == "latex" else [str(n) for n in names]
 
@@ -99,12 +107,7 @@ def pivot(summary: pd.DataFrame, metric: str = "mae", style: str = "markdown", o
     ``order`` fixes the columns' order (by default :func:`quality_order` on ``metric``).
     """
     order = list(order or quality_order(summary, metric))
-    decimals = se_decimals(summary[f"{metric}_se"])
-    bold = leaders(summary, metric)
-    cells = {
-        (r["budget"], r["method"]): cell(r[metric], r[f"{metric}_se"], decimals, bold[i], style)
-        for i, r in summary.iterrows()
-    }
+    cells = _cells(summary, metric, "budget", style)
     budgets = sorted(summary["budget"].unique())
     rows = [[int(b), *(cells.get((b, m), "") for m in order)] for b in budgets]
     return pd.DataFrame(rows, columns=["budget", *_escaped(order, style)])
@@ -120,13 +123,8 @@ def at_budget(
     """
     part = table[table["budget"] == budget].reset_index(drop=True)
     order = list(order or quality_order(part, metric))
-    decimals = se_decimals(part[f"{metric}_se"])
-    bold = leaders(part, metric, keys=("benchmark",))
     benchmarks = list(dict.fromkeys(part["benchmark"]))
-    cells = {
-        (r["benchmark"], r["method"]): cell(r[metric], r[f"{metric}_se"], decimals, bold[i], style)
-        for i, r in part.iterrows()
-    }
+    cells = _cells(part, metric, "benchmark", style)
     rows = [[name, *(cells.get((name, m), "") for m in order)] for name in benchmarks]
     columns = ["benchmark", *order]
     if paper is not None:
