@@ -809,14 +809,9 @@ def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None,
     if worked is not None:
         row = table[table["target"] == worked].iloc[0]
         left.scatter([row["truth"]], [row["estimate"] - row["truth"]], s=120, facecolors="none", edgecolors="black")
-        left.annotate(
-            "worked target",
-            (row["truth"], row["estimate"] - row["truth"]),
-            xytext=(12, -38),
-            textcoords="offset points",
-            fontsize=8,
-            arrowprops={"arrowstyle": "-", "color": "black", "lw": 0.8},
-        )
+        arrow = {"arrowstyle": "-", "color": "black", "lw": 0.8}
+        at = (row["truth"], row["estimate"] - row["truth"])
+        left.annotate("worked target", at, xytext=(12, -38), textcoords="offset points", fontsize=8, arrowprops=arrow)
     left.set_xlabel("target's true accuracy")
     left.set_ylabel("error: estimate - truth")
     left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2, fontsize="small", frameon=False)
