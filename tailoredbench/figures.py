@@ -361,8 +361,7 @@ def plot_probe(source: np.ndarray, g_items, n_items=(), labels=None, path=None, 
             *xy[n_items].T, marker="D", s=45, c="white", edgecolors="black", lw=1.2, zorder=5, label="N-set item"
         )
     whose = "all source models'" if native is None else "the native sources'"
-    ax.set_xlabel(f"item PC 1: items by {whose} results")
-    ax.set_ylabel("item PC 2")
+    ax.set(xlabel=f"item PC 1: items by {whose} results", ylabel="item PC 2")
     if labels is None:
         ax.set_title(f"The G-set: {len(g_items)} medoids of the items, chosen in this space")
     else:
@@ -388,8 +387,7 @@ def plot_native_sources(g_source, g_result, native, distance: str = "manhattan",
         # a dot on every bar's top: a source at distance 0, with no bar, still shows
         ax.plot(x[mine], height[mine], "o", ms=3, color=colour, clip_on=False)
     ax.axhline(threshold, color="black", ls="--", lw=1, label="mean distance over all pairs of models")
-    ax.set_xlabel("source models, nearest to the target first")
-    ax.set_ylabel(f"{distance} distance on the G-set")
+    ax.set(xlabel="source models, nearest to the target first", ylabel=f"{distance} distance on the G-set")
     _legend_below(fig, ax.get_legend_handles_labels(), ncol=3)
     _save(fig, path)
     return fig
@@ -402,8 +400,7 @@ def plot_native_families(all_sources, native, path=None):
     chosen = pd.Series([model_family(m) for m in native]).value_counts(normalize=True)
     frame = pd.DataFrame({"all sources": every, "native sources": chosen}).fillna(0).sort_values("all sources")
     frame.plot.barh(ax=ax, color=[NEUTRAL, METHOD_COLOURS["tailoredbench"]])
-    ax.set_xlabel("share of models")
-    ax.set_ylabel("model family")
+    ax.set(xlabel="share of models", ylabel="model family")
     ax.legend(loc="lower right")
     _save(fig, path)
     return fig
@@ -420,8 +417,7 @@ def plot_calibration(native_mean, probe, results, path=None):
     for value, colour, label in ((1.0, "seagreen", "target right"), (0.0, "indianred", "target wrong")):
         mine = y == value
         axes[0].scatter(m_c[mine], y[mine] + jitter[mine], s=20 + sizes[mine], c=colour, alpha=0.7, label=label)
-    axes[0].set_xlabel("native sources' mean on the medoid (m_c)")
-    axes[0].set_ylabel("target's result on the medoid (y_c)")
+    axes[0].set(xlabel="native sources' mean on the medoid (m_c)", ylabel="target's result on the medoid (y_c)")
     axes[0].set_yticks([0, 1])
     axes[0].set_title("marker area: cluster size", fontsize=11)
     axes[0].legend(loc="center right")
@@ -432,8 +428,7 @@ def plot_calibration(native_mean, probe, results, path=None):
     wrong = next((b for b, c in zip(bars, solved, strict=True) if c == "indianred"), None)
     shown = [(h, t) for h, t in ((right, "target right"), (wrong, "target wrong"), (line, "no change")) if h]
     axes[1].legend([h for h, _ in shown], [t for _, t in shown], loc="upper left")
-    axes[1].set_xlabel("cluster (G-set first)")
-    axes[1].set_ylabel("calibration factor")
+    axes[1].set(xlabel="cluster (G-set first)", ylabel="calibration factor")
     axes[1].set_title("(y_c + .5) / (m_c + .5)", fontsize=11)
     _save(fig, path)
     return fig
@@ -463,8 +458,7 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, cover
                 _line(ax, line, "mae", method, methods[method])
         ax.set_xticks(sorted(part["budget"].unique()))
         ax.set_title(name, fontsize=11)
-        ax.set_xlabel("budget (items)")
-        ax.set_ylabel("MAE (± s.e.)")
+        ax.set(xlabel="budget (items)", ylabel="MAE (± s.e.)")
     bars = fig.add_subplot(grid[nrows, :])
     means = data.groupby(["benchmark", "method"], sort=False)["coverage"].mean()
     if coverage is not None:
@@ -539,8 +533,7 @@ def plot_counts(table: pd.DataFrame, adaptive: np.ndarray, adaptive_mae: float, 
     ax.errorbar(table["count"], table["mae"], yerr=table["mae_se"], marker="o", label="fixed count")
     ax.axvline(adaptive.mean(), color="C3", linestyle="--", label=f"adaptive rule (mean {adaptive.mean():.0f})")
     ax.axhline(adaptive_mae, color="C3", linestyle=":", label=f"adaptive MAE {adaptive_mae:.4f}")
-    ax.set_xlabel("native source models")
-    ax.set_ylabel("MAE")
+    ax.set(xlabel="native source models", ylabel="MAE")
     ax.set_title(title)
     ax.legend(fontsize=8)
     _tight(fig, path, dpi=120)
@@ -582,8 +575,7 @@ def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets:
         ax.add_patch(plt.Rectangle((k, k), 1, 1, fill=False, edgecolor="black", lw=1.8))
     ax.axhline(rows - 1, color="black", lw=1.5)  # chance, below: not a target family
     ax.axvline(cols - 1, color="black", lw=1.5)
-    ax.set_xlabel("family of the native sources")
-    ax.set_ylabel("family of the target")
+    ax.set(xlabel="family of the native sources", ylabel="family of the target")
     ax.tick_params(axis="x", rotation=45, labelsize=10)
     ax.tick_params(axis="y", rotation=0, labelsize=10)
     plt.setp(ax.get_xticklabels(), ha="right", rotation_mode="anchor")
@@ -612,8 +604,7 @@ def plot_embedding(
             ax.scatter(*xy[mine].T, c=colour, s=9, label=f"cluster of item {medoids[cluster]} ({mine.sum()} items)")
         ax.scatter(xy[medoids, 0], xy[medoids, 1], c="black", marker="x", s=30, label="coreset item (medoid)")
         ax.set_title(f"by {view}: mean item-to-medoid distance {distances[view]['mean_distance']:.2f}", fontsize=11)
-        ax.set_xlabel("embedding dimension 1")
-        ax.set_ylabel("embedding dimension 2")
+        ax.set(xlabel="embedding dimension 1", ylabel="embedding dimension 2")
         ax.set_xticks([])
         ax.set_yticks([])
     _legend_below(fig, axes[0, 0].get_legend_handles_labels(), ncol=3)
@@ -648,8 +639,7 @@ def plot_precision(table: pd.DataFrame, path: str | Path):
         ax.set_title(name, fontsize=11)
         ax.set_xticks(precisions, [f"{p:.2f}" for p in precisions], fontsize=9)
         ax.set_xlim(max(precisions) + 0.005, min(precisions) - 0.005)  # tighter precision to the right: more items
-        ax.set_xlabel("requested precision (±)")
-        ax.set_ylabel("items asked per target")
+        ax.set(xlabel="requested precision (±)", ylabel="items asked per target")
         ax.yaxis.set_tick_params(labelleft=True)
     line = plt.Line2D
     handles = [line([], [], color=method_colour(m), lw=3) for m in methods]
@@ -686,15 +676,13 @@ def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title
     left.plot(x, frame["estimate"], color=colour, marker="o", label="estimate")
     left.axhline(frame["true"].iloc[0], color=NEUTRAL, ls="--", lw=1.2, label="true accuracy (all items)")
     left.plot([stop["budget"]], [stop["estimate"]], marker="*", ms=16, color=stopped, ls="none", label="stop")
-    left.set_xlabel("items asked")
-    left.set_ylabel("accuracy")
+    left.set(xlabel="items asked", ylabel="accuracy")
     below = {"fontsize": LEGEND_SIZE, "loc": "upper center", "bbox_to_anchor": (0.5, -0.2), "ncol": 2}
     left.legend(**below)  # below the axes: inside, it covered the band
     right.plot(x, frame["halfwidth"], color=colour, marker="o", label="interval half-width")
     right.axhline(precision, color=NEUTRAL, ls="--", lw=1.2, label=f"requested precision ±{precision}")
     right.plot([stop["budget"]], [stop["halfwidth"]], marker="*", ms=16, color=stopped, ls="none")
-    right.set_xlabel("items asked")
-    right.set_ylabel("half-width")
+    right.set(xlabel="items asked", ylabel="half-width")
     right.legend(**below)
     if title:
         fig.suptitle(title)
@@ -776,8 +764,7 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 6
         ax.scatter(
             *xy[np.asarray(n_items, dtype=int)].T, marker="D", s=28, c="white", edgecolors="black", label="N-set item"
         )
-    ax.set_xlabel("item PC 1")
-    ax.set_ylabel("item PC 2")
+    ax.set(xlabel="item PC 1", ylabel="item PC 2")
     outside = {"loc": "upper left", "bbox_to_anchor": (1.01, 1)}
     legend = ax.legend(**outside, fontsize="small", title="cluster", title_fontsize="small")
     for handle in legend.legend_handles[: len(shown) + 1]:  # the clusters' markers at one size, not their first point's
@@ -812,8 +799,7 @@ def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None,
         arrow = {"arrowstyle": "-", "color": "black", "lw": 0.8}
         at = (row["truth"], row["estimate"] - row["truth"])
         left.annotate("worked target", at, xytext=(12, -38), textcoords="offset points", fontsize=8, arrowprops=arrow)
-    left.set_xlabel("target's true accuracy")
-    left.set_ylabel("error: estimate - truth")
+    left.set(xlabel="target's true accuracy", ylabel="error: estimate - truth")
     left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2, fontsize="small", frameon=False)
     errors = {label: (table[column] - table["truth"]).abs() for column, label in columns.items()}
     means = [float(e.mean()) for e in errors.values()]
