@@ -605,8 +605,7 @@ def plot_embedding(
         ax.scatter(xy[medoids, 0], xy[medoids, 1], c="black", marker="x", s=30, label="coreset item (medoid)")
         ax.set_title(f"by {view}: mean item-to-medoid distance {distances[view]['mean_distance']:.2f}", fontsize=11)
         ax.set(xlabel="embedding dimension 1", ylabel="embedding dimension 2")
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.set(xticks=[], yticks=[])
     _legend_below(fig, axes[0, 0].get_legend_handles_labels(), ncol=3)
     fig.suptitle(f"{title}\n(the {highlight} largest clusters coloured, the others grey)" if title else "")
     _save(fig, path)
@@ -704,8 +703,7 @@ def plot_pipeline(path=None):
     from matplotlib.patches import FancyBboxPatch
 
     fig, ax = plt.subplots(figsize=(10, 4.4))
-    ax.set_xlim(0, 10)
-    ax.set_ylim(0, 4.4)
+    ax.set(xlim=(0, 10), ylim=(0, 4.4))
     ax.axis("off")
 
     def box(x, y, w, h, text, colour):

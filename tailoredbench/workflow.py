@@ -279,9 +279,7 @@ def _check_files(folder: Path, files: dict[str, str] | None, step: bool = True) 
     """Refuse a plan whose files are not those ``state.json`` records (``step=False``: the G-set's only)."""
     if files is None:
         return
-    for name in sorted(_plan_files(folder) | set(files)):
-        if not step and name != G_SET:
-            continue
+    for name in sorted(_plan_files(folder) | set(files)) if step else [G_SET]:
         if name not in files:
             problem = f"{name} is not in {STATE}"
         elif not (folder / name).exists():
