@@ -1,15 +1,9 @@
 """Files written whole or not at all: a temporary file beside the target, then a rename.
 
-A reader (or a crash, or Ctrl-C) never sees half a file: ``os.replace`` is atomic on
-one file system, and the temporary file lives in the target's own folder. The file gets
-the mode a plain ``open`` would give it (``0o666`` less the umask), not the temporary
-file's private ``0o600``.
-
-With ``replace=False`` the file is only created: the finished temporary file is
-hard-linked to the target, which fails if anything is there by then, even a dangling
-symbolic link, so a file that appeared while the data was computed is never replaced.
-A symbolic link at the target is followed (the file it points to is written), never
-replaced. Errors name the target the caller asked for, never the temporary file.
+A reader (or a crash, or Ctrl-C) never sees half a file; the file gets the mode a plain ``open``
+would give it. With ``replace=False`` the temporary file is hard-linked to the target, which
+fails if anything is there by then, so a file that appeared meanwhile is never replaced. A
+symbolic link at the target is followed, never replaced; errors name the target, never the temporary.
 """
 
 from __future__ import annotations

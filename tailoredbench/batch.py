@@ -32,14 +32,8 @@ BENCHMARK_NOTEBOOKS = PAPER_BENCHMARKS
 STUDY_NOTEBOOKS: tuple[str, ...] = ("study_distance", "study_calibration", "study_g_size", "study_budget_scaling")
 STUDY_NOTEBOOKS += ("study_native_sources", "study_families", "study_embedding")
 #: Every notebook, in the order ``reproduce`` runs them.
-ORDER: tuple[str, ...] = (
-    *BENCHMARK_NOTEBOOKS,
-    "sequential_precision",
-    "beyond",
-    "method_walkthrough",
-    "tutorial_evaluate_your_model",
-)
-ORDER += ("main_table", *STUDY_NOTEBOOKS)
+ORDER: tuple[str, ...] = (*BENCHMARK_NOTEBOOKS, "sequential_precision", "beyond", "method_walkthrough")
+ORDER += ("tutorial_evaluate_your_model", "main_table", *STUDY_NOTEBOOKS)
 #: What a notebook runs after: main_table and beyond read the benchmark reports, and the studies
 #: the benchmark notebooks' runs in the run cache (run sooner, they would compute them again).
 AFTER = {name: BENCHMARK_NOTEBOOKS for name in ("main_table", "beyond", *STUDY_NOTEBOOKS)}

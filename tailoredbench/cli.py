@@ -58,15 +58,9 @@ def _add_precision(parser, what: str) -> None:
     parser.add_argument(
         "--precision", type=_number, help=f"{what}: add items in rounds until the 90%% interval is +- this"
     )
+    parser.add_argument("--max-budget", type=_positive_int, help=f"with --precision: most items (default {MAX_BUDGET})")
     parser.add_argument(
-        "--max-budget",
-        type=_positive_int,
-        help=f"with --precision: most items (default {MAX_BUDGET})",
-    )
-    parser.add_argument(
-        "--round-size",
-        type=_positive_int,
-        help=f"with --precision: items per round (default {ROUND_SIZE})",
+        "--round-size", type=_positive_int, help=f"with --precision: items per round (default {ROUND_SIZE})"
     )
 
 
@@ -251,9 +245,9 @@ def _simulate(args) -> int:
     sim = simulate(bench, budgets=args.budget, interval=None if args.no_interval else args.interval, **common)
     if args.tidy:
         _write_output(args.tidy, sim.results.to_csv(index=False), args.force)
-    records = []
-    for _, row in sim.summary.iterrows():
-        records.append(_record(args, bench, row, sim.seconds_per_run, budget=int(row["budget"])))
+    records = [
+        _record(args, bench, row, sim.seconds_per_run, budget=int(row["budget"])) for _, row in sim.summary.iterrows()
+    ]
     if args.json:
         _print_json(records)
     else:
@@ -274,16 +268,11 @@ def _record(args, bench, row, seconds: dict, **first) -> dict:
         "benchmark": bench.name,
         **first,
         "runs": int(row["runs"]),
-        "seed": args.seed,
-        "g_size": args.g_size,
-        "distance": args.distance,
+        **{k: getattr(args, k) for k in ("seed", "g_size", "distance")},
         "n_source": bench.source.n_models,
         "n_target": bench.target.n_models,
         "n_items": bench.n_items,
-        "mae": float(row["mae"]),
-        "mae_se": float(row["mae_se"]),
-        "kendall_tau": float(row["kendall_tau"]),
-        "kendall_tau_se": float(row["kendall_tau_se"]),
+        **{k: float(row[k]) for k in ("mae", "mae_se", "kendall_tau", "kendall_tau_se")},
     }
     if "coverage" in row:
         record.update(interval_level=args.interval, coverage=float(row["coverage"]), interval_width=float(row["width"]))
@@ -304,12 +293,8 @@ def _simulate_precision(args, bench, common) -> int:
     records = []
     for _, row in outcome.summary.iterrows():
         record = _record(args, bench, row, rounds.seconds_per_run, **settings)
-        record.update(
-            items_mean=float(row["items_mean"]),
-            items_p90=float(row["items_p90"]),
-            precision_met=float(row["precision_met"]),
-            fixed_budget=None if np.isnan(row["fixed_budget"]) else int(row["fixed_budget"]),
-        )
+        record.update({k: float(row[k]) for k in ("items_mean", "items_p90", "precision_met")})
+        record["fixed_budget"] = None if np.isnan(row["fixed_budget"]) else int(row["fixed_budget"])
         records.append(record)
     if args.json:
         _print_json(records)
@@ -333,16 +318,8 @@ def _plan(args) -> int:
         if not args.out:
             raise TailoredBenchError("plan --benchmark needs --out FOLDER")
         check_distance(args.distance)
-        state = plan_g_set(
-            args.benchmark,
-            args.out,
-            task=args.task,
-            metric=args.metric,
-            g_size=args.g_size,
-            seed=args.seed or 0,
-            distance=args.distance,
-            force=args.force,
-        )
+        options = {k: getattr(args, k) for k in ("task", "metric", "g_size", "distance", "force")}
+        state = plan_g_set(args.benchmark, args.out, seed=args.seed or 0, **options)
         print(f"wrote {args.out}/{G_SET}: {len(state.g_set_doc_ids)} items of task {state.task} (the G-set)")
         print(
             f"next: lm-eval run ... --tasks {state.task} --samples {args.out}/{G_SET} --log_samples --output_path OUT"
@@ -414,9 +391,11 @@ def _reproduce(args) -> int:
     return 0
 
 
-def _os_error(err: OSError) -> str:
-    """An operating system's error in one line, naming its file when it has one."""
-    if err.filename and err.strerror:
+def _one_line(err: Exception) -> str:
+    """An error in one line; an operating system's names its file when it has one."""
+    if isinstance(err, TailoredBenchError):
+        return str(err)
+    if isinstance(err, OSError) and err.filename and err.strerror:
         return f"{err.filename}: {err.strerror}"
     return f"{type(err).__name__}: {err}"
 
@@ -437,14 +416,8 @@ def main(argv=None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except TailoredBenchError as err:
-        print(f"tailoredbench: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"tailoredbench: error: {_os_error(err)}", file=sys.stderr)
-        return 2
-    except MemoryError as err:
-        print(f"tailoredbench: error: {type(err).__name__}: {err}", file=sys.stderr)
+    except (TailoredBenchError, OSError, MemoryError) as err:
+        print(f"tailoredbench: error: {_one_line(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for it
         print("tailoredbench: interrupted", file=sys.stderr)

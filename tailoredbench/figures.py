@@ -1,13 +1,8 @@
 """Every figure of the reports: each function draws one, saves it where it is told and returns it.
 
-No backend is chosen here: in Jupyter (or papermill) the figure a function returns is shown
-in its cell by the inline backend and is the very object saved under ``reports/``; in a
-script, matplotlib picks its own backend and the caller closes the figure when done.
-
-Every figure colours a method with :func:`method_colour`, from :data:`METHOD_COLOURS`, the
-one home of the palette: a notebook that draws its own figure takes its colours from here.
-Figures are drawn :data:`WIDTH` inches wide at :data:`DPI`, the width of a notebook's column,
-so that a legend or tick read in the saved file reads the same in the notebook.
+No backend is chosen here: a notebook shows the very figure saved under ``reports/``. Methods take
+their colours from :data:`METHOD_COLOURS` via :func:`method_colour`; figures are :data:`WIDTH` inches
+wide at :data:`DPI`, a notebook's column, so the saved file reads as the notebook does.
 """
 
 from __future__ import annotations
@@ -184,8 +179,22 @@ def plotting():
 
 
 def _save(fig, path) -> None:
-    # "tight": a legend outside the axes is part of the picture
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    if path:  # "tight": a legend outside the axes is part of the picture
+        fig.savefig(path, dpi=DPI, bbox_inches="tight")
+
+
+def _line(ax, line: pd.DataFrame, metric: str, method: str, label: str, ms: int = 4, capsize: int = 2) -> None:
+    """One method's ``metric`` against budget, ± one standard error, in its colour and marker."""
+    yerr, colour, marker = line.get(f"{metric}_se"), method_colour(method), method_marker(method)
+    ax.errorbar(
+        line["budget"], line[metric], yerr=yerr, marker=marker, ms=ms, capsize=capsize, color=colour, label=label
+    )
+
+
+def _tight(fig, path, dpi: int = 110) -> None:
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=dpi)
 
 
 def _legend_below(fig, entries: tuple[list, list], ncol: int | None = None) -> None:
@@ -193,6 +202,16 @@ def _legend_below(fig, entries: tuple[list, list], ncol: int | None = None) -> N
     handles, labels = entries
     ncol = ncol or min(len(labels), 4)
     fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False, fontsize=LEGEND_SIZE)
+
+
+def _legend_spare(fig, spare: list, entries: tuple[list, list]) -> None:
+    """The legend in the first of the last row's empty panels, or below the panels if there is none."""
+    for ax in spare:
+        ax.set_axis_off()
+    if spare:
+        spare[0].legend(*entries, loc="center", frameon=False)
+    else:
+        _legend_below(fig, entries, ncol=3)
 
 
 def _first_handles(axes) -> tuple[list, list]:
@@ -223,17 +242,7 @@ def plot_budget_curves(summary: pd.DataFrame, path: str | Path, title: str = "")
     panels = (("mae", "MAE (lower is better)"), ("kendall_tau", "Kendall's tau (higher is better)"))
     for ax, (metric, label) in zip(axes, panels, strict=True):
         for method in method_order(summary["method"]):
-            group = summary[summary["method"] == method].sort_values("budget")
-            ax.errorbar(
-                group["budget"],
-                group[metric],
-                yerr=group.get(f"{metric}_se"),
-                marker=method_marker(method),
-                ms=5,
-                label=method,
-                color=method_colour(method),
-                capsize=3,
-            )
+            _line(ax, summary[summary["method"] == method].sort_values("budget"), metric, method, method, 5, 3)
         ax.set_xticks(sorted(summary["budget"].unique()))
         ax.set_xlabel("budget (items answered per target)")
         ax.set_ylabel(label)
@@ -295,17 +304,7 @@ def plot_main_figure(table: pd.DataFrame, path: str | Path, title: str = ""):
         for col, (metric, label, better) in enumerate(metrics):
             ax = axes[row, col]
             for method in methods:
-                line = part[part["method"] == method].sort_values("budget")
-                ax.errorbar(
-                    line["budget"],
-                    line[metric],
-                    yerr=line.get(f"{metric}_se"),
-                    marker=method_marker(method),
-                    ms=4,
-                    capsize=2,
-                    color=method_colour(method),
-                    label=method,
-                )
+                _line(ax, part[part["method"] == method].sort_values("budget"), metric, method, method)
             ax.set_xticks(sorted(part["budget"].unique()))
             ax.set_title(f"{name}: {label} ({better})", fontsize=11)
             ax.set_ylabel(f"{label} (± s.e.)")
@@ -336,10 +335,8 @@ def item_map(source: np.ndarray) -> np.ndarray:
 def plot_probe(source: np.ndarray, g_items, n_items=(), labels=None, path=None, *, native=None, highlight: int = 3):
     """The items in two dimensions with the probe on them; given ``labels``, the ``highlight`` largest clusters.
 
-    The view is the first two principal components of the items embedded by every source
-    model's z-scored results, the space the G-set is chosen in; given ``native`` (row indices
-    of the native sources), by the native sources' alone, the space the N-set's clusters are
-    formed in. Only a few clusters get a colour: thirty colours cannot be told apart.
+    The items are embedded by every source's results (the G-set's space), or given ``native`` (row
+    indices) by the native sources' alone (the N-set's). Few clusters get a colour: thirty cannot be told apart.
     """
     fig, ax = _axes(width=WIDTH * 0.8, height=4.8)
     source = np.asarray(source, dtype=float)
@@ -364,8 +361,7 @@ def plot_probe(source: np.ndarray, g_items, n_items=(), labels=None, path=None, 
             *xy[n_items].T, marker="D", s=45, c="white", edgecolors="black", lw=1.2, zorder=5, label="N-set item"
         )
     whose = "all source models'" if native is None else "the native sources'"
-    ax.set_xlabel(f"item PC 1: items by {whose} results")
-    ax.set_ylabel("item PC 2")
+    ax.set(xlabel=f"item PC 1: items by {whose} results", ylabel="item PC 2")
     if labels is None:
         ax.set_title(f"The G-set: {len(g_items)} medoids of the items, chosen in this space")
     else:
@@ -374,8 +370,7 @@ def plot_probe(source: np.ndarray, g_items, n_items=(), labels=None, path=None, 
             f"{len(probe)} probe items; the {highlight} largest clusters coloured (formed in {formed})", fontsize=11
         )
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    if path:
-        _save(fig, path)
+    _save(fig, path)
     return fig
 
 
@@ -392,11 +387,9 @@ def plot_native_sources(g_source, g_result, native, distance: str = "manhattan",
         # a dot on every bar's top: a source at distance 0, with no bar, still shows
         ax.plot(x[mine], height[mine], "o", ms=3, color=colour, clip_on=False)
     ax.axhline(threshold, color="black", ls="--", lw=1, label="mean distance over all pairs of models")
-    ax.set_xlabel("source models, nearest to the target first")
-    ax.set_ylabel(f"{distance} distance on the G-set")
+    ax.set(xlabel="source models, nearest to the target first", ylabel=f"{distance} distance on the G-set")
     _legend_below(fig, ax.get_legend_handles_labels(), ncol=3)
-    if path:
-        _save(fig, path)
+    _save(fig, path)
     return fig
 
 
@@ -407,11 +400,9 @@ def plot_native_families(all_sources, native, path=None):
     chosen = pd.Series([model_family(m) for m in native]).value_counts(normalize=True)
     frame = pd.DataFrame({"all sources": every, "native sources": chosen}).fillna(0).sort_values("all sources")
     frame.plot.barh(ax=ax, color=[NEUTRAL, METHOD_COLOURS["tailoredbench"]])
-    ax.set_xlabel("share of models")
-    ax.set_ylabel("model family")
+    ax.set(xlabel="share of models", ylabel="model family")
     ax.legend(loc="lower right")
-    if path:
-        _save(fig, path)
+    _save(fig, path)
     return fig
 
 
@@ -426,8 +417,7 @@ def plot_calibration(native_mean, probe, results, path=None):
     for value, colour, label in ((1.0, "seagreen", "target right"), (0.0, "indianred", "target wrong")):
         mine = y == value
         axes[0].scatter(m_c[mine], y[mine] + jitter[mine], s=20 + sizes[mine], c=colour, alpha=0.7, label=label)
-    axes[0].set_xlabel("native sources' mean on the medoid (m_c)")
-    axes[0].set_ylabel("target's result on the medoid (y_c)")
+    axes[0].set(xlabel="native sources' mean on the medoid (m_c)", ylabel="target's result on the medoid (y_c)")
     axes[0].set_yticks([0, 1])
     axes[0].set_title("marker area: cluster size", fontsize=11)
     axes[0].legend(loc="center right")
@@ -438,22 +428,18 @@ def plot_calibration(native_mean, probe, results, path=None):
     wrong = next((b for b, c in zip(bars, solved, strict=True) if c == "indianred"), None)
     shown = [(h, t) for h, t in ((right, "target right"), (wrong, "target wrong"), (line, "no change")) if h]
     axes[1].legend([h for h, _ in shown], [t for _, t in shown], loc="upper left")
-    axes[1].set_xlabel("cluster (G-set first)")
-    axes[1].set_ylabel("calibration factor")
+    axes[1].set(xlabel="cluster (G-set first)", ylabel="calibration factor")
     axes[1].set_title("(y_c + .5) / (m_c + .5)", fontsize=11)
-    if path:
-        _save(fig, path)
+    _save(fig, path)
     return fig
 
 
 def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, coverage: pd.DataFrame | None = None):
     """MAE against budget per benchmark (top), and every method's interval coverage per benchmark (bottom).
 
-    ``methods`` maps a method name in ``summary`` to its label in the figure; a method keeps
-    its own colour whatever its label. Coverage is the mean over budgets; its error bar is
-    one standard error across targets, from ``coverage`` (rows of benchmark, method and
-    ``coverage_se``, as :func:`~tailoredbench.studies.beyond_table` returns them) or from a
-    ``coverage_se`` column of ``summary``; with neither, the bars have none.
+    ``methods`` maps a method name in ``summary`` to its label. Coverage is the mean over budgets, its
+    error bar one standard error across targets, from ``coverage`` (as :func:`~tailoredbench.studies.beyond_table`
+    returns it) or else a ``coverage_se`` column of ``summary``.
     """
     plt, _ = plotting()
     data = summary[summary["method"].isin(list(methods))]
@@ -469,20 +455,10 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, cover
         for method in order:
             line = part[part["method"] == method].sort_values("budget")
             if len(line):
-                ax.errorbar(
-                    line["budget"],
-                    line["mae"],
-                    yerr=line.get("mae_se"),
-                    marker=method_marker(method),
-                    ms=4,
-                    capsize=2,
-                    color=method_colour(method),
-                    label=methods[method],
-                )
+                _line(ax, line, "mae", method, methods[method])
         ax.set_xticks(sorted(part["budget"].unique()))
         ax.set_title(name, fontsize=11)
-        ax.set_xlabel("budget (items)")
-        ax.set_ylabel("MAE (± s.e.)")
+        ax.set(xlabel="budget (items)", ylabel="MAE (± s.e.)")
     bars = fig.add_subplot(grid[nrows, :])
     means = data.groupby(["benchmark", "method"], sort=False)["coverage"].mean()
     if coverage is not None:
@@ -498,14 +474,10 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, cover
         present = [m for m in order if m in means[name].index]
         for k, method in enumerate(present):
             error = errors.get((name, method), np.nan)
+            at, yerr = x + (k - (len(present) - 1) / 2) * width, None if np.isnan(error) else error
+            colour = method_colour(method)
             bars.bar(
-                x + (k - (len(present) - 1) / 2) * width,
-                means[name, method],
-                width=width * 0.92,
-                yerr=None if np.isnan(error) else error,
-                capsize=3,
-                color=method_colour(method),
-                label=methods[method],
+                at, means[name, method], width=width * 0.92, yerr=yerr, capsize=3, color=colour, label=methods[method]
             )
     bars.set_xticks(range(len(benchmarks)), benchmarks)
     low = float(np.nanmin(means.to_numpy() - errors.fillna(0).to_numpy()))
@@ -517,13 +489,7 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, cover
     bars.set_title("Share of true accuracies inside their 90% interval", fontsize=11)
     handles, labels = _first_handles([*panels, bars])
     spare = [fig.add_subplot(grid[nrows - 1, i]) for i in range(len(benchmarks) - (nrows - 1) * ncols, ncols)]
-    if spare:
-        for ax in spare[1:]:
-            ax.set_axis_off()
-        spare[0].set_axis_off()
-        spare[0].legend(handles, labels, loc="center", frameon=False)
-    else:
-        _legend_below(fig, (handles, labels), ncol=3)
+    _legend_spare(fig, spare, (handles, labels))
     _save(fig, path)
     return fig
 
@@ -542,17 +508,8 @@ def plot_arms(table: pd.DataFrame, path, x: str = "arm", title: str = "", hue: s
             line = data[data[hue] == group].groupby(x, sort=False)[[metric, f"{metric}_se"]].mean().reindex(order)
             # a small sideways offset per line: error bars at one arm do not hide each other
             shift = (k - (len(groups) - 1) / 2) * 0.04
-            ax.errorbar(
-                at + shift,
-                line[metric],
-                yerr=line[f"{metric}_se"],
-                color=colours[group],
-                marker="o",
-                ms=4,
-                lw=1,
-                capsize=2,
-                label=str(group),
-            )
+            style = {"color": colours[group], "marker": "o", "ms": 4, "lw": 1, "capsize": 2, "label": str(group)}
+            ax.errorbar(at + shift, line[metric], yerr=line[f"{metric}_se"], **style)
         if hue == "benchmark" and len(groups) > 1:
             per = data.groupby([x, hue], sort=False)[[metric, f"{metric}_se"]].mean()
             mean = per[metric].groupby(level=0, sort=False).mean().reindex(order)
@@ -576,21 +533,18 @@ def plot_counts(table: pd.DataFrame, adaptive: np.ndarray, adaptive_mae: float, 
     ax.errorbar(table["count"], table["mae"], yerr=table["mae_se"], marker="o", label="fixed count")
     ax.axvline(adaptive.mean(), color="C3", linestyle="--", label=f"adaptive rule (mean {adaptive.mean():.0f})")
     ax.axhline(adaptive_mae, color="C3", linestyle=":", label=f"adaptive MAE {adaptive_mae:.4f}")
-    ax.set_xlabel("native source models")
-    ax.set_ylabel("MAE")
+    ax.set(xlabel="native source models", ylabel="MAE")
     ax.set_title(title)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    _tight(fig, path, dpi=120)
     return fig
 
 
 def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets: int = 3):
     """Rows: target families; columns: the same families, then all others; cells: share of the native sources.
 
-    Families sit in the same order on both axes, so a family's share among its own targets'
-    native sources is on the diagonal (outlined); the last row is each family's share among
-    all source models, the share a target would get by chance.
+    A family's share among its own targets' native sources is on the diagonal (outlined); the last
+    row is each family's share among all source models, a target's by chance.
     """
     plt, sns = plotting()
     shown = frame[frame["targets"] >= min_targets]
@@ -621,8 +575,7 @@ def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets:
         ax.add_patch(plt.Rectangle((k, k), 1, 1, fill=False, edgecolor="black", lw=1.8))
     ax.axhline(rows - 1, color="black", lw=1.5)  # chance, below: not a target family
     ax.axvline(cols - 1, color="black", lw=1.5)
-    ax.set_xlabel("family of the native sources")
-    ax.set_ylabel("family of the target")
+    ax.set(xlabel="family of the native sources", ylabel="family of the target")
     ax.tick_params(axis="x", rotation=45, labelsize=10)
     ax.tick_params(axis="y", rotation=0, labelsize=10)
     plt.setp(ax.get_xticklabels(), ha="right", rotation_mode="anchor")
@@ -637,8 +590,7 @@ def plot_embedding(
 ):
     """Side by side: items embedded by source and by target models; the ``highlight`` largest coreset clusters coloured.
 
-    The same clusters in both views: compact where the coreset was chosen (the source
-    models), scattered where it is used (the target models) when the two disagree.
+    Compact where the coreset was chosen (sources), scattered where it is used (targets) if the two disagree.
     """
     plt, _ = plotting()
     fig, axes = plt.subplots(1, len(coords), figsize=(WIDTH, 4.6), squeeze=False, layout="constrained")
@@ -652,10 +604,8 @@ def plot_embedding(
             ax.scatter(*xy[mine].T, c=colour, s=9, label=f"cluster of item {medoids[cluster]} ({mine.sum()} items)")
         ax.scatter(xy[medoids, 0], xy[medoids, 1], c="black", marker="x", s=30, label="coreset item (medoid)")
         ax.set_title(f"by {view}: mean item-to-medoid distance {distances[view]['mean_distance']:.2f}", fontsize=11)
-        ax.set_xlabel("embedding dimension 1")
-        ax.set_ylabel("embedding dimension 2")
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.set(xlabel="embedding dimension 1", ylabel="embedding dimension 2")
+        ax.set(xticks=[], yticks=[])
     _legend_below(fig, axes[0, 0].get_legend_handles_labels(), ncol=3)
     fig.suptitle(f"{title}\n(the {highlight} largest clusters coloured, the others grey)" if title else "")
     _save(fig, path)
@@ -688,8 +638,7 @@ def plot_precision(table: pd.DataFrame, path: str | Path):
         ax.set_title(name, fontsize=11)
         ax.set_xticks(precisions, [f"{p:.2f}" for p in precisions], fontsize=9)
         ax.set_xlim(max(precisions) + 0.005, min(precisions) - 0.005)  # tighter precision to the right: more items
-        ax.set_xlabel("requested precision (±)")
-        ax.set_ylabel("items asked per target")
+        ax.set(xlabel="requested precision (±)", ylabel="items asked per target")
         ax.yaxis.set_tick_params(labelleft=True)
     line = plt.Line2D
     handles = [line([], [], color=method_colour(m), lw=3) for m in methods]
@@ -708,12 +657,7 @@ def plot_precision(table: pd.DataFrame, path: str | Path):
         "hollow: < 90% of targets reach it",
         "cross: no fixed budget up to the maximum",
     ]
-    if spare:
-        for ax in spare:
-            ax.set_axis_off()
-        spare[0].legend(handles, labels, loc="center", frameon=False)
-    else:
-        _legend_below(fig, (handles, labels), ncol=3)
+    _legend_spare(fig, spare, (handles, labels))
     _save(fig, path)
     return fig
 
@@ -731,20 +675,17 @@ def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title
     left.plot(x, frame["estimate"], color=colour, marker="o", label="estimate")
     left.axhline(frame["true"].iloc[0], color=NEUTRAL, ls="--", lw=1.2, label="true accuracy (all items)")
     left.plot([stop["budget"]], [stop["estimate"]], marker="*", ms=16, color=stopped, ls="none", label="stop")
-    left.set_xlabel("items asked")
-    left.set_ylabel("accuracy")
+    left.set(xlabel="items asked", ylabel="accuracy")
     below = {"fontsize": LEGEND_SIZE, "loc": "upper center", "bbox_to_anchor": (0.5, -0.2), "ncol": 2}
     left.legend(**below)  # below the axes: inside, it covered the band
     right.plot(x, frame["halfwidth"], color=colour, marker="o", label="interval half-width")
     right.axhline(precision, color=NEUTRAL, ls="--", lw=1.2, label=f"requested precision ±{precision}")
     right.plot([stop["budget"]], [stop["halfwidth"]], marker="*", ms=16, color=stopped, ls="none")
-    right.set_xlabel("items asked")
-    right.set_ylabel("half-width")
+    right.set(xlabel="items asked", ylabel="half-width")
     right.legend(**below)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _tight(fig, path)
     return fig
 
 
@@ -762,8 +703,7 @@ def plot_pipeline(path=None):
     from matplotlib.patches import FancyBboxPatch
 
     fig, ax = plt.subplots(figsize=(10, 4.4))
-    ax.set_xlim(0, 10)
-    ax.set_ylim(0, 4.4)
+    ax.set(xlim=(0, 10), ylim=(0, 4.4))
     ax.axis("off")
 
     def box(x, y, w, h, text, colour):
@@ -796,9 +736,7 @@ def plot_pipeline(path=None):
     arrow((xs[1] + width / 2, 0.95), (xs[1] + width / 2, y - 0.05), "G-set answers")
     arrow((xs[2] + 0.6, y - 0.05), (xs[2] + 0.6, 0.95), "asks the N-set")
     arrow((xs[3] + width / 2, 0.95), (xs[3] + width / 2, y - 0.05), "all its answers")
-    fig.tight_layout()
-    if path:
-        fig.savefig(path, dpi=110)
+    _tight(fig, path)
     return fig
 
 
@@ -815,31 +753,23 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 6
     points, first, count = np.unique(np.round(xy, 9), axis=0, return_index=True, return_counts=True)
     area = 10 * np.sqrt(count)
     grey = ~np.isin(labels[first], shown)
-    ax.scatter(
-        points[grey, 0], points[grey, 1], s=area[grey], c="lightgrey", alpha=0.7, label="items of other clusters"
-    )
+    ax.scatter(*points[grey].T, s=area[grey], c="lightgrey", alpha=0.7, label="items of other clusters")
     for colour, cluster in zip(CLUSTER_COLOURS, shown, strict=False):
         mine = labels[first] == cluster
-        ax.scatter(
-            points[mine, 0], points[mine, 1], s=area[mine], color=colour, alpha=0.75, label=f"{sizes[cluster]} items"
-        )
+        ax.scatter(*points[mine].T, s=area[mine], color=colour, alpha=0.75, label=f"{sizes[cluster]} items")
     ax.scatter(*xy[np.asarray(g_items, dtype=int)].T, marker="*", s=110, c="black", label="G-set item (medoid)")
     if len(n_items):
         ax.scatter(
             *xy[np.asarray(n_items, dtype=int)].T, marker="D", s=28, c="white", edgecolors="black", label="N-set item"
         )
-    ax.set_xlabel("item PC 1")
-    ax.set_ylabel("item PC 2")
-    legend = ax.legend(
-        loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", title="cluster", title_fontsize="small"
-    )
+    ax.set(xlabel="item PC 1", ylabel="item PC 2")
+    outside = {"loc": "upper left", "bbox_to_anchor": (1.01, 1)}
+    legend = ax.legend(**outside, fontsize="small", title="cluster", title_fontsize="small")
     for handle in legend.legend_handles[: len(shown) + 1]:  # the clusters' markers at one size, not their first point's
         handle.set_sizes([30])
     if title:
         ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    if path:
-        fig.savefig(path, dpi=110)
+    _tight(fig, path)
     return fig
 
 
@@ -852,40 +782,22 @@ def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None,
     columns = {"estimate": "calibrated estimate", "probe_mean": "plain mean of the probe"}
     left.axhline(0.0, color="grey", lw=1)
     for column, label in columns.items():
-        left.scatter(
-            table["truth"],
-            table[column] - table["truth"],
-            s=18,
-            color=WALKTHROUGH_COLOURS[label],
-            alpha=0.8,
-            label=label,
-        )
+        error = table[column] - table["truth"]
+        left.scatter(table["truth"], error, s=18, color=WALKTHROUGH_COLOURS[label], alpha=0.8, label=label)
     if "n_native" in table:
         alone = table[table["n_native"] == 1]
         if len(alone):
-            left.scatter(
-                alone["truth"],
-                alone["estimate"] - alone["truth"],
-                marker="x",
-                s=50,
-                c="black",
-                label="one native source",
-            )
+            error = alone["estimate"] - alone["truth"]
+            left.scatter(alone["truth"], error, marker="x", s=50, c="black", label="one native source")
     if strongest_source is not None:
         left.axvline(strongest_source, color="black", ls="--", lw=1, label="strongest source model")
     if worked is not None:
         row = table[table["target"] == worked].iloc[0]
         left.scatter([row["truth"]], [row["estimate"] - row["truth"]], s=120, facecolors="none", edgecolors="black")
-        left.annotate(
-            "worked target",
-            (row["truth"], row["estimate"] - row["truth"]),
-            xytext=(12, -38),
-            textcoords="offset points",
-            fontsize=8,
-            arrowprops={"arrowstyle": "-", "color": "black", "lw": 0.8},
-        )
-    left.set_xlabel("target's true accuracy")
-    left.set_ylabel("error: estimate - truth")
+        arrow = {"arrowstyle": "-", "color": "black", "lw": 0.8}
+        at = (row["truth"], row["estimate"] - row["truth"])
+        left.annotate("worked target", at, xytext=(12, -38), textcoords="offset points", fontsize=8, arrowprops=arrow)
+    left.set(xlabel="target's true accuracy", ylabel="error: estimate - truth")
     left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2, fontsize="small", frameon=False)
     errors = {label: (table[column] - table["truth"]).abs() for column, label in columns.items()}
     means = [float(e.mean()) for e in errors.values()]
@@ -893,7 +805,5 @@ def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None,
     right.bar(range(2), means, yerr=ses, capsize=4, color=[WALKTHROUGH_COLOURS[label] for label in errors])
     right.set_xticks(range(2), ["calibrated\nestimate", "plain mean\nof the probe"])
     right.set_ylabel("MAE over the targets (± se)")
-    fig.tight_layout()
-    if path:
-        fig.savefig(path, dpi=110)
+    _tight(fig, path)
     return fig

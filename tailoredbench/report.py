@@ -47,9 +47,6 @@ def write_table(table: pd.DataFrame, directory: str | Path, name: str) -> None:
 def se_decimals(ses, least: int = 3, most: int = 4) -> int:
     """Decimals at which every standard error shows a digit, from ``least`` to ``most``.
 
-    At ``most`` (four) an error that still prints as zero is below 0.00005, well under any
-    gap that a table's reader weighs.
-
     Examples
     --------
     >>> se_decimals([0.0012, 0.004]), se_decimals([0.00026, 0.004]), se_decimals([0.0, 0.004])
@@ -92,6 +89,14 @@ def quality_order(summary: pd.DataFrame, metric: str = "mae") -> list[str]:
     return list(means.sort_values(["rank", "value"], kind="stable").index)
 
 
+def _cells(frame: pd.DataFrame, metric: str, key: str, style: str) -> dict:
+    """Each (``key``, method)'s ``mean ± se``; bold: the best of its ``key`` group and its ties."""
+    decimals, bold = se_decimals(frame[f"{metric}_se"]), leaders(frame, metric, keys=(key,))
+    return {
+        (r[key], r["method"]): cell(r[metric], r[f"{metric}_se"], decimals, bold[i], style) for i, r in frame.iterrows()
+    }
+
+
 def _escaped(names, style: str) -> list[str]:
     return [str(n).replace("_", r"\_") for n in names] if style == "latex" else [str(n) for n in names]
 
@@ -102,12 +107,7 @@ def pivot(summary: pd.DataFrame, metric: str = "mae", style: str = "markdown", o
     ``order`` fixes the columns' order (by default :func:`quality_order` on ``metric``).
     """
     order = list(order or quality_order(summary, metric))
-    decimals = se_decimals(summary[f"{metric}_se"])
-    bold = leaders(summary, metric)
-    cells = {
-        (r["budget"], r["method"]): cell(r[metric], r[f"{metric}_se"], decimals, bold[i], style)
-        for i, r in summary.iterrows()
-    }
+    cells = _cells(summary, metric, "budget", style)
     budgets = sorted(summary["budget"].unique())
     rows = [[int(b), *(cells.get((b, m), "") for m in order)] for b in budgets]
     return pd.DataFrame(rows, columns=["budget", *_escaped(order, style)])
@@ -123,13 +123,8 @@ def at_budget(
     """
     part = table[table["budget"] == budget].reset_index(drop=True)
     order = list(order or quality_order(part, metric))
-    decimals = se_decimals(part[f"{metric}_se"])
-    bold = leaders(part, metric, keys=("benchmark",))
     benchmarks = list(dict.fromkeys(part["benchmark"]))
-    cells = {
-        (r["benchmark"], r["method"]): cell(r[metric], r[f"{metric}_se"], decimals, bold[i], style)
-        for i, r in part.iterrows()
-    }
+    cells = _cells(part, metric, "benchmark", style)
     rows = [[name, *(cells.get((name, m), "") for m in order)] for name in benchmarks]
     columns = ["benchmark", *order]
     if paper is not None:
@@ -201,17 +196,13 @@ def folder(path: str | Path) -> Path:
 def git_commit(path: str | Path | None = None) -> str | None:
     """The checkout's commit, with ``-dirty`` when the package or notebooks have uncommitted changes."""
     cwd = Path(path or CHECKOUT)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", "tailoredbench", "notebooks"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        head = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", "tailoredbench", "notebooks")
     except (OSError, subprocess.CalledProcessError):
         return None
     return f"{head}-dirty" if dirty else head
@@ -411,18 +402,15 @@ def _paper_gap(ours: float, se: float, paper: float, what: str) -> str:
     gap = ours - paper
     said = f"{abs(gap):.4f} {'above' if gap > 0 else 'below'} {what}"
     if se <= NO_ERROR:
-        close = abs(gap) <= PAPER_ROUNDING
-        return f"{said}, and ours is the same in every run: " + (
-            "within the paper's rounding" if close else "more than the paper's rounding explains"
+        verdict = (
+            "within the paper's rounding" if abs(gap) <= PAPER_ROUNDING else "more than the paper's rounding explains"
         )
-    within = abs(gap) <= 2 * se + PAPER_ROUNDING
-    count = gap / se
-    count_said = f"{abs(count):.1f}" if abs(count) < 10 else f"{abs(count):.0f}" if abs(count) < 100 else "over 100"
-    return f"{said}, {count_said} of our standard errors: " + (
-        "within our noise and the paper's rounding"
-        if within
-        else "more than our noise and the paper's rounding explain"
-    )
+        return f"{said}, and ours is the same in every run: {verdict}"
+    count = abs(gap / se)
+    count_said = f"{count:.1f}" if count < 10 else f"{count:.0f}" if count < 100 else "over 100"
+    verdict = "within" if abs(gap) <= 2 * se + PAPER_ROUNDING else "more than"
+    explain = " explain" * (verdict == "more than")
+    return f"{said}, {count_said} of our standard errors: {verdict} our noise and the paper's rounding{explain}"
 
 
 def takeaway(summary: pd.DataFrame, paper_mae_at_30=None, method: str = TAILORED) -> str:
@@ -574,17 +562,10 @@ def collect(reports_dir: str | Path, names) -> tuple[pd.DataFrame, pd.DataFrame]
         frame.insert(0, "benchmark", name)
         frames.append(frame)
         bench = record["benchmark"]
-        meta.append(
-            {
-                "benchmark": name,
-                "n_source": bench["n_source"],
-                "n_target": bench["n_target"],
-                "n_items": bench["n_items"],
-                "runs": record["parameters"]["runs"],
-                "git_commit": record["git_commit"],
-                "from_current_code": code_is_current(record["git_commit"]),
-            }
-        )
+        commit = record["git_commit"]
+        sizes = {k: bench[k] for k in ("n_source", "n_target", "n_items")}
+        meta.append({"benchmark": name, **sizes, "runs": record["parameters"]["runs"], "git_commit": commit})
+        meta[-1]["from_current_code"] = code_is_current(commit)
     return pd.concat(frames, ignore_index=True), pd.DataFrame(meta)
 
 
@@ -630,21 +611,16 @@ def paper_comparison(table: pd.DataFrame, paper: dict, budget: int = 30) -> pd.D
     return pd.DataFrame(rows)
 
 
+#: :func:`paper_comparison`'s columns of our figures, as :class:`Match` takes them (``our_`` left off).
+OURS = ("tailoredbench_mae", "tailoredbench_se", "best_baseline", "best_baseline_mae", "best_baseline_se")
+
+
 def comparison_table(comparison: pd.DataFrame) -> pd.DataFrame:
     """:func:`paper_comparison` for reading: the paper's figures, ours with their errors, the changes, the verdict."""
     decimals = se_decimals([*comparison["our_tailoredbench_se"], *comparison["our_best_baseline_se"]], least=4)
     rows = []
     for _, r in comparison.iterrows():
-        ours = Match(
-            30,
-            "mae",
-            TAILORED,
-            r["our_tailoredbench_mae"],
-            r["our_tailoredbench_se"],
-            r["our_best_baseline"],
-            r["our_best_baseline_mae"],
-            r["our_best_baseline_se"],
-        )
+        ours = Match(30, "mae", TAILORED, *r[[f"our_{k}" for k in OURS]])
         theirs = Match(30, "mae", TAILORED, r["paper_tailoredbench"], 0.0, "", r["paper_best_baseline"], 0.0)
         count = abs(r["gap_in_se"])
         gap = "" if np.isnan(count) else f" ({count:.1f} s.e.)" if count < 10 else f" ({count:.0f} s.e.)"

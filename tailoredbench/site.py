@@ -159,11 +159,9 @@ def _exporter():
     from nbconvert import HTMLExporter
 
     # embed_images: a Markdown cell's image (figures/x.png) goes into the page, as the outputs' figures do
+    page = "tailoredbench-page.html.j2"
     return HTMLExporter(
-        template_name="lab",
-        extra_loaders=[DictLoader({"tailoredbench-page.html.j2": _PAGE})],
-        template_file="tailoredbench-page.html.j2",
-        embed_images=True,
+        template_name="lab", extra_loaders=[DictLoader({page: _PAGE})], template_file=page, embed_images=True
     )
 
 

@@ -1,10 +1,7 @@
 """What the method walkthrough computes: a tiny SYNTHETIC matrix, each step's numbers as a table, every target.
 
-The four steps are :mod:`tailoredbench.tailored`'s functions; this module only lays their
-inputs and outputs out for a reader, and repeats them over targets, seeds and budgets. A
-target is always evaluated alone, as :class:`~tailoredbench.estimator.TailoredBench`
-evaluates a new model: its native sources come from the sources' and its own G-set
-answers only.
+The four steps are :mod:`tailoredbench.tailored`'s functions; this module lays their inputs and
+outputs out for a reader, over targets, seeds and budgets. A target is evaluated alone, as a new model.
 """
 
 from __future__ import annotations
@@ -30,9 +27,8 @@ ESTIMATES = {"estimate": "calibrated estimate", "probe_mean": "plain mean of the
 def toy_matrix(seed: int = TOY_SEED, n_sources: int = 7, n_items: int = 12) -> pd.DataFrame:
     """A SYNTHETIC 0/1 matrix: ``n_sources`` source models (S1, S2, ...) and one target (T) by ``n_items`` items.
 
-    Odd items (q1, q3, ...) need skill A, even items skill B; odd sources and the target
-    are better at A, even sources at B. Each model answers an item right with a
-    logistic probability of its skill minus the item's difficulty, all drawn from ``seed``.
+    Odd items need skill A, even items skill B; odd sources and the target are better at A, even
+    sources at B; a model is right with a logistic probability of its skill minus the item's difficulty.
 
     Examples
     --------
@@ -156,17 +152,10 @@ def every_target(
 ) -> pd.DataFrame:
     """Every target, each evaluated alone, for each seed and budget: the calibrated estimate and the probe's plain mean.
 
-    With seed ``s`` and budget ``b``, target ``t``'s row is what the walkthrough's four
-    steps give with ``target = t, seed = s, budget = b``: the G-set and the N-set are
-    seeded by ``s``. ``together=True`` takes every target's G-set answers at once
-    instead, as the paper and the benchmark notebooks do: one native-source count for
-    all, the floor of the mean of their counts within one threshold over all models.
-
-    Returns
-    -------
-    DataFrame
-        One row per seed, budget and target: ``seed, budget, target, truth, estimate,
-        probe_mean, n_native, native_accuracy`` (the native sources' mean accuracy).
+    A row is what the walkthrough's four steps give for that target, seed and budget.
+    ``together=True`` takes every target's G-set answers at once, as the paper and the benchmark
+    notebooks do: one native-source count for all. Columns: ``seed, budget, target, truth,
+    estimate, probe_mean, n_native, native_accuracy`` (the native sources' mean accuracy).
     """
     source = np.asarray(source, dtype=float)
     targets = np.asarray(targets, dtype=float)
@@ -190,18 +179,8 @@ def every_target(
             for budget in budgets:
                 probe = n_set(source, native, g, budget, distance=distance, random_state=seed, points=embedded[key])
                 results = answers[probe.items]
-                rows.append(
-                    (
-                        seed,
-                        budget,
-                        t,
-                        truth[t],
-                        calibrated_estimate(native_mean, probe, results),
-                        results.mean(),
-                        n_native,
-                        native_mean.mean(),
-                    )
-                )
+                estimate = calibrated_estimate(native_mean, probe, results)
+                rows.append((seed, budget, t, truth[t], estimate, results.mean(), n_native, native_mean.mean()))
     columns = ["seed", "budget", "target", "truth", "estimate", "probe_mean", "n_native", "native_accuracy"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -212,16 +191,12 @@ def quality(table: pd.DataFrame) -> pd.DataFrame:
     Columns: ``estimate`` (its label in :data:`ESTIMATES`), ``budget``, ``mae``, ``mae_se``,
     ``kendall_tau``, ``kendall_tau_se``, ``runs`` (seeds).
     """
-    tidy = pd.concat(
-        [
-            table.rename(columns={"seed": "run", "truth": "true"})[["run", "budget", "target", "true", column]]
-            .rename(columns={column: "estimate"})
-            .assign(method=label)
-            for column, label in ESTIMATES.items()
-        ],
-        ignore_index=True,
-    )
-    return summarize(tidy).rename(columns={"method": "estimate"})
+    renamed = table.rename(columns={"seed": "run", "truth": "true"})
+    columns = ["run", "budget", "target", "true"]
+    each = [
+        renamed[[*columns, c]].rename(columns={c: "estimate"}).assign(method=label) for c, label in ESTIMATES.items()
+    ]
+    return summarize(pd.concat(each, ignore_index=True)).rename(columns={"method": "estimate"})
 
 
 def with_se(mean: float, se: float, digits: int = 4) -> str:

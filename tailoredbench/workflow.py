@@ -8,26 +8,17 @@ Three steps around two lm-eval runs, each leaving files in a plan folder:
    models (single-target mode) and writes the rest of its probe, the N-set (``n_set.json``).
 3. :func:`estimate` reads the samples on the whole probe and returns the estimate.
 
-Or, instead of step 2, the sequential mode (beyond the paper): :func:`plan_round`, run
-after each lm-eval run, writes the next round's items (``round_1.json``,
-``round_2.json``, ...) until the estimate's interval is as narrow as the requested
-precision or the maximum budget is reached, and says which.
+Or, instead of step 2, the sequential mode (beyond the paper): :func:`plan_round`, run after
+each lm-eval run, writes the next round's items (``round_1.json``, ...) until the interval is as
+narrow as the requested precision or the maximum budget is reached.
 
-Every step refits from the pinned data with the stored seed, so the state stays small
-and a step run twice gives the same answer, that of a simulation's run 0 with that seed.
-Only the sequential mode's stopping rule is kept rather than redone: calibrated on the
-source models when the rounds are first planned (seconds), it is stored in the state.
+Every step refits from the pinned data with the stored seed (the answer of a simulation's run 0),
+so ``state.json``, a :class:`PlanState` checked whole when read, stays small; only the sequential
+mode's stopping rule is stored. The samples of one plan must come from one model.
 
-``state.json`` is a :class:`PlanState`, checked whole when read, as are the hashes of
-the data files it was planned on. The samples of one plan must come from one model.
-
-A plan folder is one transaction. A command holds the folder's lock from its first check
-to its last write (shared by commands that only read), so a second command on the folder
-is refused rather than interleaved. A step's files are written beside their targets and
-put in place together, ``state.json`` last, recording the sha256 of every other file: a
-step that fails before then changes nothing, and one stopped in between (killed, say)
-leaves files that disagree with ``state.json``, read as an interrupted plan that
-``force`` redoes. Nothing of a plan is replaced without ``force`` but by the same step.
+A plan folder is one transaction: a command holds its lock from first check to last write, and
+a step's files are put in place together, ``state.json`` last with the sha256 of every other
+file, so a step stopped in between reads as an interrupted plan that ``force`` redoes.
 """
 
 from __future__ import annotations
@@ -139,10 +130,8 @@ class Rounds:
 class PlanState:
     """A plan folder's ``state.json``: step 1's G-set, then (``step``) step 2's N-set or the sequential mode's rounds.
 
-    Built only valid (types, ranges, items matching doc_ids and budget, the rule fitting
-    the settings). Its JSON is flat, the step's fields beside step 1's, sealed by a sha256
-    (``checksum``) against edits. ``FORMAT`` alone decides whether a file can be read;
-    ``tailoredbench_version`` records the package version that wrote it.
+    Built only valid. Its JSON is flat, sealed by a sha256 (``checksum``) against edits;
+    ``FORMAT`` alone decides whether a file can be read.
     """
 
     FORMAT = 3  # bump when the JSON layout changes, and only then
@@ -247,11 +236,9 @@ def _plan_files(folder: Path) -> set[str]:
 
 @contextlib.contextmanager
 def _locked(folder: Path, shared: bool = False):
-    """Hold ``folder``'s lock: exclusive for a command that writes, shared for one that only reads.
+    """Hold ``folder``'s lock: exclusive to write, shared to read (unlocked on Windows).
 
-    The lock is ``flock`` on the folder itself: the system drops it when the process ends,
-    however it ends, so a killed command leaves no stale lock (and no lock file).
-    Windows has no ``flock``: there a plan folder is not locked.
+    ``flock`` on the folder itself: dropped when the process ends, so a killed command leaves no stale lock.
     """
     if sys.platform == "win32":
         yield
@@ -289,16 +276,10 @@ def _interrupted(folder: Path, problem: str, step_1: bool) -> TailoredBenchError
 
 
 def _check_files(folder: Path, files: dict[str, str] | None, step: bool = True) -> None:
-    """Refuse a plan whose files are not those ``state.json`` records: a step stopped between its files.
-
-    ``step=False`` checks step 1's G-set only, for a forced step 2 that rewrites the rest.
-    A state that records no files (written before they were recorded) is taken as it is.
-    """
+    """Refuse a plan whose files are not those ``state.json`` records (``step=False``: the G-set's only)."""
     if files is None:
         return
-    for name in sorted(_plan_files(folder) | set(files)):
-        if not step and name != G_SET:
-            continue
+    for name in sorted(_plan_files(folder) | set(files)) if step else [G_SET]:
         if name not in files:
             problem = f"{name} is not in {STATE}"
         elif not (folder / name).exists():
@@ -313,10 +294,8 @@ def _check_files(folder: Path, files: dict[str, str] | None, step: bool = True) 
 class _Step:
     """One plan step's files: written beside their targets, then put in place together, ``state.json`` last.
 
-    Nothing changes before :meth:`commit`, and a step that fails before it leaves no
-    file behind. ``replaces``: the names this step may write over (the plan's own files,
-    or any with ``force``); any other name is only created, never replaced. A file whose
-    contents are already those to write is left as it is.
+    Nothing changes before :meth:`commit`. ``replaces``: the names this step may write over;
+    any other is only created. A file already holding the contents to write is left as it is.
     """
 
     def __init__(self, folder: Path, replaces: typing.Callable[[str], bool]):
@@ -393,9 +372,7 @@ def plan_g_set(
 ) -> PlanState:
     """Step 1: write ``g_set.json`` (the G-set for lm-eval's ``--samples``) and ``state.json``.
 
-    A folder that already holds files is refused unless ``force``: it may hold a plan
-    whose N-set a model is being run on. With ``force`` the old plan's files go. A folder
-    this step made is removed again if the step fails.
+    A folder that holds files is refused unless ``force`` (it may hold a plan a model is run on).
     """
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -572,9 +549,7 @@ def _replaces(files: dict[str, str] | None, force: bool) -> typing.Callable[[str
 def _sequential(state: PlanState, samples) -> dict:
     """Replay the sequential mode on the samples: the rule, every round's probe, and where the rule stops.
 
-    Returns ``native`` (the native sources), ``answered`` (rounds whose items all have a
-    result), ``status`` and, once a round is answered, ``stop`` (the first answered round
-    meeting the precision, else the last answered) with the ``estimate``, ``low`` and ``high`` there.
+    ``stop``: the first answered round meeting the precision, else the last answered.
     """
     plan = state.step
     assert isinstance(plan, Rounds)  # the callers replay a sequential plan only
@@ -615,12 +590,10 @@ def plan_round(
 ) -> dict:
     """The sequential mode: after the G-set or a round, write the next round's items or say that it is done.
 
-    Replays the growing probe on every samples file of the model so far (G-set and
-    rounds) and writes ``round_<k>.json`` (the next ``round_size`` items), unless the
-    interval's half-width is at most ``precision`` or ``max_budget`` items were asked.
-    Returns ``status`` (``"next round"``, ``"precision reached"`` or ``"maximum budget
-    reached"``), ``items`` asked, the ``file`` written (or ``None``) and, once a round is
-    answered, the estimate and its interval.
+    Writes ``round_<k>.json`` (the next ``round_size`` items) unless the interval's half-width is
+    at most ``precision`` or ``max_budget`` items were asked. Returns ``status`` (``"next round"``,
+    ``"precision reached"`` or ``"maximum budget reached"``), ``items`` asked, the ``file`` written
+    (or ``None``) and, once a round is answered, the estimate and its interval.
     """
     folder = Path(folder)
     with _locked(folder):
@@ -633,12 +606,8 @@ def _plan_round(folder: Path, state: PlanState, files, samples, precision, max_b
     precision = check_precision(precision)
     model = _one_model(samples)
     max_budget, round_size = check_integer(max_budget, "max budget"), check_integer(round_size, "round size", 1)
-    settings: dict[str, typing.Any] = {
-        "precision": precision,
-        "max_budget": max_budget,
-        "round_size": round_size,
-        "model": model,
-    }
+    settings: dict[str, typing.Any] = dict(precision=precision, max_budget=max_budget, round_size=round_size)
+    settings["model"] = model
     old = state.step
     if isinstance(old, NSet) and not force:
         raise TailoredBenchError(
