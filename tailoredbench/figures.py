@@ -192,7 +192,8 @@ def _line(ax, line: pd.DataFrame, metric: str, method: str, label: str, ms: int 
 
 
 def _tight(fig, path, dpi: int = 110) -> None:
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # a constrained figure lays itself out; tight_layout would warn
+        fig.tight_layout()
     if path:
         fig.savefig(path, dpi=dpi)
 
