@@ -136,6 +136,8 @@ def reproduce(
     root = Path(output_dir) if output_dir is not None else (QUICK_REPORTS if quick else REPORTS)
     # A notebook's own parameters regenerate reports/ (git keeps the old); --quick's refresh reports-quick/.
     own = root.resolve() == (QUICK_REPORTS if quick else REPORTS).resolve() and not parameters
+    if os.path.lexists(root) and not root.is_dir():
+        raise TailoredBenchError(f"{root}: not a folder (a file or a broken link); give a folder to write reports into")
     for name in waiting:  # every destination is checked before anything runs
         if (root / name).exists() and any((root / name).iterdir()) and not (own or force):
             raise TailoredBenchError(

@@ -182,3 +182,13 @@ def test_ctrl_c_stops_the_kernel_removes_the_staging_folder_and_says_so_in_one_l
     while _alive(kernel) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(kernel)
+
+
+def test_an_output_folder_that_is_a_file_is_one_line(tmp_path, capsys):
+    from tailoredbench.cli import main
+
+    (tmp_path / "afile").write_text("mine")
+    code = main(["reproduce", "--notebook", "gsm8k", "--output-dir", str(tmp_path / "afile")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "not a folder" in err
+    assert (tmp_path / "afile").read_text() == "mine"
