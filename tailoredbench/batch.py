@@ -16,12 +16,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from .cache import cache_dir
 from .datasets.benchmarks import PAPER_BENCHMARKS
 from .datasets.files import pin_data_dir
 from .environment import reproducible_numerics
 from .errors import TailoredBenchError
 from .run_cache import ENV as RUN_CACHE
+from .run_cache import default_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS, REPORTS = ROOT / "notebooks", ROOT / "reports"
@@ -146,7 +146,7 @@ def reproduce(
             )
     root.mkdir(parents=True, exist_ok=True)
     if run_cache is None or run_cache is True:
-        run_cache = os.environ.get(RUN_CACHE, cache_dir() / "runs")
+        run_cache = os.environ.get(RUN_CACHE, default_folder())
     # the kernels inherit their process's environment: where the run cache is, and how numpy rounds
     env = {**os.environ, RUN_CACHE: str(Path(run_cache).resolve()) if run_cache else "", **reproducible_numerics()}
     began, count, done = time.perf_counter(), len(waiting), []

@@ -21,9 +21,8 @@ from .datasets.files import pin_data_dir
 from .distances import DISTANCES, check_distance
 from .errors import TailoredBenchError
 from .methods import METHODS
-from .sequential import simulate_rounds, stop
+from .sequential import MAX_BUDGET, ROUND_SIZE, check_precision, simulate_rounds, stop
 from .simulate import simulate
-from .stopping import MAX_BUDGET, ROUND_SIZE, check_precision
 from .workflow import G_SET, N_SET, NSet, estimate, plan_g_set, plan_n_set, plan_round
 
 

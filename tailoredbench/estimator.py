@@ -12,7 +12,6 @@ import pandas as pd
 from . import rng
 from .conformal import LEVEL, check_level, difficulty, interval, unlikeness
 from .datasets.matrix import ResponseMatrix, numeric_values
-from .distances import check_distance
 from .errors import TailoredBenchError, check_integer
 from .intervals import pseudo_targets, scales
 from .methods.tailored_plus import stack_weights
@@ -78,7 +77,6 @@ class TailoredBench:
         """Choose the G-set from the source models' full results: a :class:`ResponseMatrix`, an array or a
         DataFrame (models x items, its columns the item ids)."""
         TailoredBenchMethod().check_options({"g_size": self.g_size, "distance": self.distance})
-        check_distance(self.distance)
         if self.estimator not in ESTIMATORS:
             raise TailoredBenchError(f"unknown estimator {self.estimator!r}; choose calibrated or plus")
         matrix = source if isinstance(source, ResponseMatrix) else ResponseMatrix(source, source="source models")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import load_cached, store_cached
+from .cache import cache_dir, load_cached, store_cached
 from .environment import versions
 
 #: The environment variable naming the cache's folder.
@@ -29,6 +29,11 @@ def folder() -> Path | None:
     """The cache's folder, or None when the cache is off (read where a method is prepared, then handed on)."""
     value = os.environ.get(ENV, "")
     return Path(value) if value else None
+
+
+def default_folder() -> Path:
+    """Where ``tailoredbench reproduce`` keeps the runs when ``$TAILOREDBENCH_RUN_CACHE`` names none."""
+    return cache_dir() / "runs"
 
 
 @functools.cache
