@@ -29,8 +29,9 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-sync",
 ]
-#: Committed reports with a table wider than the notebook column, until their notebooks pivot it and they run again.
-WIDE_TABLES = {"beyond", "sequential_precision"}
+#: Committed reports with a table wider than the notebook column: POPE's provenance lists
+#: data files whose paths have no place to break; it passes once they wrap.
+WIDE_TABLES = {"pope"}
 
 
 def _png() -> str:
