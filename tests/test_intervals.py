@@ -5,6 +5,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import synthetic_matrix
 from tailoredbench import conformal, intervals
@@ -178,3 +180,23 @@ def test_a_target_asked_every_item_gets_its_exact_accuracy_as_a_point_interval()
     results = simulate((source, target), methods, [24], runs=1, g_size=5, interval=0.9).results
     assert np.allclose(results["estimate"], results["true"])
     assert np.allclose(results["interval_low"], results["interval_high"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    weak=st.floats(0.0, 0.1),
+    method=st.sampled_from(["tailoredbench", "tailored_plus"]),
+)
+def test_property_estimates_lie_in_0_1_and_inside_their_intervals(seed, weak, method):
+    # SYNTHETIC: sources of any ability, targets that may be far weaker than all of them
+    rng = np.random.default_rng(seed)
+    ability = rng.random((30, 1)) * 0.6 + 0.3
+    source = (rng.random((30, 60)) < ability).astype(float)
+    target = (rng.random((6, 60)) < weak).astype(float)
+    results = simulate((source, target), [method], [15, 60], runs=2, g_size=5, seed=seed % 1000, interval=0.9).results
+    assert results["estimate"].between(0, 1).all()
+    assert (results["interval_low"] <= results["estimate"]).all()
+    assert (results["estimate"] <= results["interval_high"]).all()
+    every = results[results["budget"] == 60]  # every item asked: the exact accuracy, as a point
+    assert np.allclose(every["estimate"], every["true"]) and np.allclose(every["interval_low"], every["interval_high"])
