@@ -45,8 +45,13 @@ class MethodSpec:
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  #: checked, without the variant
 
     @classmethod
-    def parse(cls, name: str | MethodSpec, options: Mapping[str, Any] | None = None) -> MethodSpec:
-        """``name``'s spec; ``options`` are checked against those it declares (an unknown one is refused)."""
+    def parse(
+        cls, name: str | MethodSpec, options: Mapping[str, Any] | None = None, shared: Mapping[str, Any] | None = None
+    ) -> MethodSpec:
+        """``name``'s spec; ``options`` are checked against those it declares (an unknown one is refused).
+
+        ``shared`` settings (a simulation's ``g_size``, ``distance``) apply only where the method declares them.
+        """
         if isinstance(name, MethodSpec):
             return name
         if not isinstance(name, str):
@@ -59,7 +64,8 @@ class MethodSpec:
         method = METHODS[base]()
         if variant and not method.variants:
             raise TailoredBenchError(f"method {base} has no variants")
-        checked = method.check_options({**(options or {}), **({"variant": variant} if variant else {})})
+        declared = {k: v for k, v in (shared or {}).items() if k in method.options}
+        checked = method.check_options({**declared, **(options or {}), **({"variant": variant} if variant else {})})
         variant = checked.pop("variant", "")
         return cls(name, base, variant, MappingProxyType(checked))
 
@@ -83,15 +89,7 @@ def parse_methods(names, shared: Mapping[str, Any] | None = None, options: Mappi
     names = [names] if isinstance(names, str | MethodSpec) else list(names)
     if not names:
         raise TailoredBenchError("no method given; choose from: " + ", ".join(METHODS))
-    specs = []
-    for name in names:
-        if isinstance(name, MethodSpec):
-            specs.append(name)
-            continue
-        declared = METHODS.get(name.split("[", 1)[0], Random).options
-        specs.append(
-            MethodSpec.parse(name, {**{k: v for k, v in (shared or {}).items() if k in declared}, **(options or {})})
-        )
+    specs = [MethodSpec.parse(name, options, shared) for name in names]
     if len({s.name for s in specs}) != len(specs):
         raise TailoredBenchError("a method is given twice")
     return specs
