@@ -59,6 +59,25 @@ class Oracle:
                 )
         return self._values[np.ix_(rows, items)]
 
+    def ask_each(self, items) -> np.ndarray:
+        """Results of every target on its own items (``items``: targets x k): shape (n_targets, k).
+
+        Examples
+        --------
+        >>> Oracle(np.array([[1, 0, 1], [0, 0, 1]])).ask_each([[2], [0]]).tolist()
+        [[1.0], [0.0]]
+        """
+        items = np.asarray(items, dtype=np.int64).reshape(self.n_targets, -1)
+        rows = np.arange(self.n_targets)[:, None]
+        self._asked[rows, items] = True
+        if self.budget is not None:
+            over = np.flatnonzero(self._asked.sum(axis=1) > self.budget)
+            if len(over):
+                raise TailoredBenchError(
+                    f"a method asked for more than its budget of {self.budget} items of target {over[0]}"
+                )
+        return self._values[rows, items]
+
     def spent(self) -> np.ndarray:
         """Number of distinct items asked of each target."""
         return self._asked.sum(axis=1)

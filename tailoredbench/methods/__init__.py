@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import TailoredBenchError
 from .anchor_points import AnchorPoints
 from .base import KINDS, Key, Method, RunEstimates
+from .fluid import Fluid
 from .gp_irt import GpIrt
 from .random import Random
 from .random_regression import RandomRegression
@@ -20,7 +21,7 @@ from .tailoredbench import TailoredBenchMethod
 
 #: Every method by name, in the reports' order.
 METHODS: dict[str, type[Method]] = {
-    cls.name: cls for cls in (TailoredBenchMethod, TailoredPlus, Random, AnchorPoints, GpIrt, RandomRegression)
+    cls.name: cls for cls in (TailoredBenchMethod, TailoredPlus, Random, AnchorPoints, GpIrt, RandomRegression, Fluid)
 }
 #: The paper's methods: TailoredBench and its four baselines.
 PAPER_METHODS = tuple(name for name, cls in METHODS.items() if cls.in_paper)

@@ -16,7 +16,6 @@ the non-convex fit). Every step runs on one thread: a seed gives the same number
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -27,9 +26,8 @@ from threadpoolctl import threadpool_limits
 
 from .. import rng, run_cache
 from ..cache import cache_dir, load_cached, store_cached
-from ..environment import versions
 from .base import Method, each_run
-from .irt import PRIOR, IRTModel, fit_abilities, fit_irt
+from .irt import PRIOR, IRTModel, cache_entry, fit_abilities, fit_irt
 
 DIMENSIONS = (2, 5, 10)
 #: Prior precisions of a new model's ability tried on held-out sources; 0 is maximum likelihood (tinyBenchmarks).
@@ -85,15 +83,8 @@ def _cache_entry(source: np.ndarray, budgets) -> tuple[Path, str]:
         "split": rng.GP_IRT_FIT,
         "budgets": sorted(budgets),
         "v": CACHE_VERSION,
-        # the fit is non-convex: another numeric library or processor's rounding can move it
-        "environment": versions(),
     }
-    source = np.ascontiguousarray(source)
-    digest = hashlib.sha256(f"{source.dtype.str}:{source.shape}".encode())
-    digest.update(source.tobytes())
-    digest.update(json.dumps(settings, sort_keys=True).encode())
-    key = digest.hexdigest()
-    return cache_dir() / "irt" / f"{key[:24]}.npz", key
+    return cache_entry(source, settings)
 
 
 def _fits(shape: tuple[int, int], budgets) -> Callable[[dict], None]:

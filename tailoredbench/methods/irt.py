@@ -7,7 +7,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -16,9 +19,13 @@ from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
 from .. import rng
+from ..cache import cache_dir, load_cached, store_cached
+from ..environment import versions
 
 #: Gaussian prior precisions of abilities, discriminations and difficulties in the fit on the sources.
 PRIOR = {"theta": 1.0, "a": 1.0, "b": 0.1}
+#: Version of :func:`fitted`'s cache entries.
+FIT_CACHE_VERSION = 1
 #: Logits are clipped here when a new model's ability is fitted, as in tinyBenchmarks.
 LOGIT_CLIP = 30.0
 
@@ -119,3 +126,42 @@ def fit_abilities(
         if np.abs(step).max() < 1e-8:
             break
     return theta
+
+
+def cache_entry(source: np.ndarray, settings: dict) -> tuple[Path, str]:
+    """Where a fit on ``source`` under ``settings`` is cached, and its key: a sha256 of the data, the settings and
+    the numeric versions (the fit is non-convex: another library or processor's rounding can move it)."""
+    source = np.ascontiguousarray(source)
+    digest = hashlib.sha256(f"{source.dtype.str}:{source.shape}".encode())
+    digest.update(source.tobytes())
+    digest.update(json.dumps({**settings, "environment": versions()}, sort_keys=True).encode())
+    key = digest.hexdigest()
+    return cache_dir() / "irt" / f"{key[:24]}.npz", key
+
+
+def fitted(source: np.ndarray, dim: int, *, seed: int = rng.GP_IRT_FIT) -> IRTModel:
+    """:func:`fit_irt` of ``source`` in ``dim`` dimensions, read from the cache when it holds it.
+
+    Examples
+    --------
+    >>> gen = np.random.default_rng(0)
+    >>> Y = (gen.random((30, 12)) < 0.6).astype(float)
+    >>> fitted(Y, 1).a.shape
+    (12, 1)
+    """
+    n_models, n_items = np.shape(source)
+    settings = {"fit": dim, "prior": PRIOR, "seed": seed, "v": FIT_CACHE_VERSION}
+    path, key = cache_entry(source, settings)
+    shapes = {"a": (n_items, dim), "b": (n_items,), "theta": (n_models, dim)}
+
+    def check(arrays: dict) -> None:
+        found = {name: array.shape for name, array in arrays.items()}
+        if found != shapes:
+            raise ValueError(f"arrays of shapes {found}, where a fit on {n_models} x {n_items} has {shapes}")
+
+    cached = load_cached(path, key=key, check=check)
+    if cached is not None:
+        return IRTModel(cached["a"], cached["b"], cached["theta"])
+    model = fit_irt(source, dim, seed=seed)
+    store_cached(path, key=key, folder=cache_dir(), a=model.a, b=model.b, theta=model.theta)
+    return model

@@ -1,0 +1,139 @@
+"""Adaptive IRT testing (Fluid Benchmarking, ATLAS): the method fluid."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+from scipy.special import expit, log_expit
+
+from conftest import synthetic_matrix
+from tailoredbench.cli import main
+from tailoredbench.errors import TailoredBenchError
+from tailoredbench.methods import fluid, irt
+from tailoredbench.methods.fluid import Fluid
+from tailoredbench.methods.irt import IRTModel
+from tailoredbench.oracle import Oracle
+
+# SYNTHETIC: a hand-made 2PL model and targets drawn from it
+GEN = np.random.default_rng(7)
+MODEL = IRTModel(GEN.uniform(0.3, 2.5, (40, 1)), GEN.normal(0, 1.5, 40), np.zeros((1, 1)))
+TARGETS = (GEN.random((6, 40)) < expit(GEN.normal(size=(6, 1)) @ MODEL.a.T - MODEL.b)).astype(float)
+
+
+def _run(budgets, key=(0, 0), targets=TARGETS, model=MODEL):
+    oracles = {b: Oracle(targets, b) for b in budgets}
+    found = Fluid().run({"model": model}, None, [oracles], [key])[0][""]
+    return found, oracles
+
+
+def _map(items, answers):
+    """The MAP ability under a standard normal prior, by a scalar search."""
+    a, b = MODEL.a[items, 0], MODEL.b[items]
+
+    def minus_log_posterior(theta):
+        z = a * theta - b
+        return -(answers * log_expit(z) + (1 - answers) * log_expit(-z)).sum() + theta**2 / 2
+
+    return minimize_scalar(minus_log_posterior, bounds=(-8, 8), method="bounded", options={"xatol": 1e-10}).x
+
+
+def test_each_item_is_the_most_informative_at_the_map_ability():
+    _, oracles = _run([12])
+    tests = fluid.adaptive_tests(MODEL, Oracle(TARGETS, 12), 12)
+    for t in range(len(TARGETS)):
+        items = tests.items[t]
+        assert set(items) == set(oracles[12].revealed(t)[0])
+        theta = 0.0  # the first item: at the prior's centre
+        for k, item in enumerate(items):
+            info = (
+                MODEL.a[:, 0] ** 2
+                * expit(MODEL.a[:, 0] * theta - MODEL.b)
+                * (1 - expit(MODEL.a[:, 0] * theta - MODEL.b))
+            )
+            info[items[:k]] = -np.inf
+            assert item == np.argmax(info)
+            theta = _map(items[: k + 1], TARGETS[t, items[: k + 1]])
+            assert tests.theta[t, k] == pytest.approx(theta, abs=1e-6)
+
+
+def test_a_smaller_budget_asks_a_prefix_of_a_larger_ones_items():
+    _, oracles = _run([5, 10, 20])
+    tests = fluid.adaptive_tests(MODEL, Oracle(TARGETS, 20), 20)
+    for t in range(len(TARGETS)):
+        for budget in (5, 10, 20):
+            assert set(oracles[budget].revealed(t)[0]) == set(tests.items[t, :budget])
+    assert Fluid.options["grow"] is False  # accepted for the precision mode, a prefix either way
+
+
+def test_deterministic_whatever_the_run_and_ties_to_the_lower_index():
+    first, _ = _run([10], key=(0, 0))
+    second, _ = _run([10], key=(3, 9))
+    np.testing.assert_array_equal(first[10], second[10])
+    twins = IRTModel(np.ones((4, 1)), np.array([1.0, 0.5, 0.5, 2.0]), np.zeros((1, 1)))
+    assert fluid.next_items(twins, [], [], k=3).tolist() == [1, 2, 0]
+    tests = fluid.adaptive_tests(twins, Oracle(np.ones((1, 4)), 2), 2)
+    assert tests.items[0, 0] == 1
+
+
+def test_the_estimate_is_answers_plus_predicted_probabilities_and_exact_with_every_item():
+    found, _ = _run([10, 40])
+    np.testing.assert_array_equal(found[40], TARGETS.mean(axis=1))
+    tests = fluid.adaptive_tests(MODEL, Oracle(TARGETS, 10), 10)
+    for t in range(len(TARGETS)):
+        items = tests.items[t]
+        p = MODEL.probabilities(np.array([[tests.theta[t, -1]]]))[0]
+        unasked = np.setdiff1d(np.arange(40), items)
+        expected = (TARGETS[t, items].sum() + p[unasked].sum()) / 40
+        assert found[10][t] == pytest.approx(expected)
+        assert fluid.estimate(MODEL, items, TARGETS[t, items]) == pytest.approx(expected)
+
+
+def test_next_items_continue_the_test_and_the_ability_has_atlas_standard_error():
+    tests = fluid.adaptive_tests(MODEL, Oracle(TARGETS, 8), 8)
+    items, answers = tests.items[0], tests.answers[0]
+    for k in range(1, 8):
+        assert fluid.next_items(MODEL, answers[:k], items[:k])[0] == items[k]
+    top = fluid.next_items(MODEL, answers[:4], items[:4], k=3)
+    assert top[0] == items[4] and not set(top) & set(items[:4])
+    theta, se = fluid.ability(MODEL, items, answers)
+    p = expit(MODEL.a[items, 0] * theta - MODEL.b[items])
+    assert se == pytest.approx(1 / np.sqrt(1 + (MODEL.a[items, 0] ** 2 * p * (1 - p)).sum()))
+    assert se == pytest.approx(tests.se[0, -1]) and (np.diff(tests.se[0]) < 0).all()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (([1, 0], [3]), "2 answers for 1 items"),
+        (([1], [99]), "distinct indices"),
+        (([0.5], [3]), "0 or 1"),
+    ],
+)
+def test_bad_answers_are_one_line_errors(args, message):
+    with pytest.raises(TailoredBenchError, match=message):
+        fluid.next_items(MODEL, *args)
+    with pytest.raises(TailoredBenchError, match="left unasked"):
+        fluid.next_items(MODEL, [], [], k=41)
+
+
+def test_the_unidimensional_fit_is_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path))
+    source = synthetic_matrix(30, 50, 3)
+    first = Fluid().prepare(source, [10])["model"]
+    assert first.a.shape == (50, 1) and len(list(tmp_path.glob("irt/*.npz"))) == 1
+    np.testing.assert_array_equal(irt.fitted(source, 1).a, first.a)
+    np.testing.assert_array_equal(irt.fit_irt(source, 1).b, first.b)
+
+
+def test_cli_fluid_with_intervals(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path))
+    matrix = tmp_path / "m.npy"
+    np.save(matrix, synthetic_matrix(60, 120, 5))  # SYNTHETIC
+    args = ["simulate", "--matrix", str(matrix), "--method", "fluid", "--budget", "15", "30", "--runs", "2", "--json"]
+    assert main(args) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert [r["budget"] for r in records] == [15, 30]
+    for r in records:
+        assert r["method"] == "fluid" and r["mae_se"] == 0 and 0 < r["mae"] < 0.1
+        assert 0.5 <= r["coverage"] <= 1 and r["interval_width"] > 0 and r["seconds_per_run"] > 0
