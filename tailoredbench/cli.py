@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from . import atomic
 from .batch import NotebookFailed, reproduce
@@ -21,7 +22,7 @@ from .datasets.files import pin_data_dir
 from .distances import DISTANCES, check_distance
 from .errors import TailoredBenchError
 from .methods import METHODS
-from .sequential import MAX_BUDGET, ROUND_SIZE, check_precision, simulate_rounds, stop
+from .sequential import ATLAS, MAX_BUDGET, ROUND_SIZE, check_precision, simulate_rounds, stop, stop_atlas
 from .simulate import simulate
 from .workflow import G_SET, N_SET, NSet, estimate, plan_g_set, plan_n_set, plan_round
 
@@ -123,7 +124,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--interval", type=float, default=0.9, help="level of each estimate's interval, calibrated on source models"
     )
     sim.add_argument("--no-interval", action="store_true", help="skip the intervals (saves one pass per method)")
-    _add_precision(sim, "tailoredbench or tailored_plus, instead of --budget")
+    _add_precision(sim, "tailoredbench, tailored_plus or fluid (also stopped by ATLAS's rule), instead of --budget")
     sim.add_argument("--variant", help="tailored_plus variant (default: stacked, i.e. TailoredBench+)")
     sim.add_argument("--tidy", help="also write the tidy per-target results (with intervals) to this CSV file")
     sim.add_argument("--force", action="store_true", help="replace an existing --tidy file")
@@ -286,14 +287,22 @@ def _simulate_precision(args, bench, common) -> int:
     """``simulate --precision``: every round once, then the stopping rule."""
     rounds = simulate_rounds(bench, max_budget=args.max_budget, step=args.round_size, level=args.interval, **common)
     outcome = stop(rounds, args.precision)
+    results, summary = outcome.results, outcome.summary
+    if "fluid" in rounds.calibration:  # ATLAS's own rule on fluid's rounds, reported beside it
+        atlas = stop_atlas(rounds, bench.source.values, bench.target.values, args.precision)
+        results = pd.concat([results, atlas.results], ignore_index=True)
+        summary = pd.concat([summary, atlas.summary], ignore_index=True)
     if args.tidy:  # one row per (run, method, target), with the items it used
-        _write_output(args.tidy, outcome.results.to_csv(index=False), args.force)
+        _write_output(args.tidy, results.to_csv(index=False), args.force)
     settings = {"precision": args.precision, "max_budget": args.max_budget, "round_size": args.round_size}
+    seconds = {**rounds.seconds_per_run, ATLAS: rounds.seconds_per_run.get("fluid", np.nan)}
     records = []
-    for _, row in outcome.summary.iterrows():
-        record = _record(args, bench, row, rounds.seconds_per_run, **settings)
+    for _, row in summary.iterrows():
+        record = _record(args, bench, row, seconds, **settings)
         record.update({k: float(row[k]) for k in ("items_mean", "items_p90", "precision_met")})
         record["fixed_budget"] = None if np.isnan(row["fixed_budget"]) else int(row["fixed_budget"])
+        if row["method"] == ATLAS:
+            record["se_threshold"] = float(row["se_threshold"])
         records.append(record)
     if args.json:
         _print_json(records)

@@ -77,18 +77,9 @@ def pseudo_targets_of(
         raise TailoredBenchError(
             f"pseudo-targets of one method's variants at a time, got {', '.join(s.name for s in specs)}"
         )
-    n_sources = source.shape[0]
-    impl = specs[0].method
-    if not impl.intervals:
-        raise TailoredBenchError(f"method {specs[0].name} has no calibrated intervals")
-    folds = min(folds or impl.interval_folds or n_sources, n_sources)
-    if folds < 2 or n_sources - n_sources // folds < 2:
-        raise TailoredBenchError(f"{n_sources} source models are too few to calibrate an interval")
-    if repeats is None:
-        repeats = max(REPEATS, -(-MIN_ERRORS // n_sources))
     budgets = sorted(int(b) for b in budgets)
     # folds that keep the same sources share one preparation; the run cache is this process's
-    groups = folds_by_kept(n_sources, folds, repeats, seed)
+    groups = fold_groups(specs[0], source.shape[0], seed=seed, folds=folds, repeats=repeats)
     cache = run_cache.folder()
     done = Parallel()(
         delayed(_folds)(
@@ -103,6 +94,22 @@ def pseudo_targets_of(
         }
         for s in specs
     }
+
+
+def fold_groups(
+    spec: MethodSpec, n_sources: int, *, seed: int = 0, folds: int | None = None, repeats: int | None = None
+) -> list:
+    """The folds over ``n_sources`` source models that calibrate ``spec``'s intervals (defaults as
+    :func:`pseudo_targets`), grouped by the sources they keep (:func:`~tailoredbench.conformal.folds_by_kept`)."""
+    impl = spec.method
+    if not impl.intervals:
+        raise TailoredBenchError(f"method {spec.name} has no calibrated intervals")
+    folds = min(folds or impl.interval_folds or n_sources, n_sources)
+    if folds < 2 or n_sources - n_sources // folds < 2:
+        raise TailoredBenchError(f"{n_sources} source models are too few to calibrate an interval")
+    if repeats is None:
+        repeats = max(REPEATS, -(-MIN_ERRORS // n_sources))
+    return folds_by_kept(n_sources, folds, repeats, seed)
 
 
 def _folds(specs, pseudo_source, held, budgets, seed, cache) -> list[dict]:

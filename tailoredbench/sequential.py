@@ -16,10 +16,22 @@ import numpy as np
 import pandas as pd
 
 from .errors import TailoredBenchError
-from .methods import parse_methods
+from .intervals import fold_groups
+from .methods import MethodSpec, parse_methods
+from .methods.fluid import Fluid, adaptive_tests
 from .metrics import summarize
+from .oracle import Oracle
 from .simulate import Simulation, simulate
-from .stopping import LEVEL, MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets, stopping_round
+from .stopping import (
+    LEVEL,
+    MAX_BUDGET,
+    ROUND_SIZE,
+    AbilityRule,
+    StoppingRule,
+    check_precision,
+    round_budgets,
+    stopping_round,
+)
 
 #: The share of targets a fixed budget must bring to the precision, to be compared with.
 FIXED_SHARE = 0.9
@@ -61,7 +73,8 @@ def simulate_rounds(
     for spec in specs:
         if "grow" not in spec.method.options:
             raise TailoredBenchError(
-                f"method {spec.name} has no growing probe; the precision mode runs tailoredbench or tailored_plus"
+                f"method {spec.name} has no growing probe; "
+                "the precision mode runs tailoredbench, tailored_plus or fluid"
             )
     options = {**(method_options or {}), "grow": True}
     specs = [replace(s, options=MappingProxyType({**s.options, "grow": True})) for s in specs]
@@ -131,6 +144,84 @@ def stop(rounds: Simulation, precision: float) -> Sequential:
     )
     summary = summary.merge(items.reset_index(), on="method").merge(pd.DataFrame(rows), on="method")
     return Sequential(results, summary, rules, rounds)
+
+
+#: The label of fluid stopped by ATLAS's rule (:func:`stop_atlas`) in a summary.
+ATLAS = "fluid_atlas"
+
+
+def _rounds_of_tests(model, values: np.ndarray, budgets) -> tuple[np.ndarray, np.ndarray]:
+    """Fluid's estimates and ability standard errors after every round (targets x rounds) of models ``values``."""
+    tests = adaptive_tests(model, Oracle(values, budgets[-1]), budgets[-1])
+    estimates = np.column_stack([tests.estimates(model, b) for b in budgets])
+    return estimates, tests.se[:, np.asarray(budgets) - 1]
+
+
+def atlas_pseudo_targets(rounds: Simulation, source: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Absolute errors and ability standard errors after every round (pseudo-targets x rounds) of the source
+    models that calibrated fluid's intervals in ``rounds``: the same folds, the same (cached) fits."""
+    budgets = tuple(rounds.settings["budgets"])
+    spec = MethodSpec.parse("fluid")
+    errors, se = [], []
+    for kept, held in fold_groups(spec, source.shape[0], seed=rounds.settings["seed"]):
+        model = Fluid().prepare(source[kept], budgets)["model"]
+        for _, held_out in held:
+            estimates, standard_errors = _rounds_of_tests(model, source[held_out], budgets)
+            errors.append(np.abs(estimates - source[held_out].mean(axis=1)[:, None]))
+            se.append(standard_errors)
+    return np.vstack(errors), np.vstack(se)
+
+
+def stop_atlas(
+    rounds: Simulation, source: np.ndarray, target: np.ndarray, precision: float, threshold: float | None = None
+) -> Sequential:
+    """Fluid's rounds (``rounds`` of :func:`simulate_rounds` with ``fluid``, on ``source`` and ``target``) stopped
+    by ATLAS's rule: at the first round whose ability's standard error is at most a threshold, chosen on the
+    source models (:meth:`~tailoredbench.stopping.AbilityRule.calibrate`) unless ``threshold`` is given.
+
+    The summary has :func:`stop`'s columns, the method labelled :data:`ATLAS`, ``fixed_budget`` that of fluid's
+    own intervals, and ``se_threshold``; ``precision_met``: the rule stopped by itself, at a half-width at most
+    the precision. Fluid draws nothing at random, so every run repeats the first.
+    """
+    if "fluid" not in rounds.calibration:
+        raise TailoredBenchError("ATLAS's rule stops fluid: its rounds are not in this simulation")
+    budgets = tuple(rounds.settings["budgets"])
+    level = rounds.settings["interval"]
+    rule = AbilityRule.calibrate(budgets, *atlas_pseudo_targets(rounds, source), precision, level, threshold)
+    model = Fluid().prepare(source, budgets)["model"]
+    estimates, se = _rounds_of_tests(model, target, budgets)
+    at = rule.stopping_rounds(se)
+    cells = np.arange(len(at))
+    value = estimates[cells, at]
+    first = rounds.results[(rounds.results["method"] == "fluid") & (rounds.results["budget"] == budgets[0])]
+    runs = first["run"].nunique()
+    met = (se[cells, at] <= rule.threshold) & (rule.halfwidth <= rule.precision)
+    one_run = {
+        "method": ATLAS,
+        "target": first["target"].to_numpy()[: len(at)],
+        "true": target.mean(axis=1),
+        "estimate": value,
+        "interval_low": np.clip(value - rule.halfwidth, 0.0, 1.0),
+        "interval_high": np.clip(value + rule.halfwidth, 0.0, 1.0),
+        "halfwidth": np.full(len(at), rule.halfwidth),
+        "items": np.asarray(budgets)[at],
+        "precision_met": met,
+    }
+    results = pd.concat([pd.DataFrame({"run": run, **one_run}) for run in range(runs)], ignore_index=True)
+    summary = summarize(results, keys=("method",))
+    fixed = stop(rounds, precision).summary.set_index("method").loc["fluid"]
+    summary = summary.assign(
+        items_mean=results["items"].mean(),
+        items_p90=float(np.percentile(results["items"], 90)),
+        precision_met=results["precision_met"].mean(),
+        precision=rule.precision,
+        targets=len(at),
+        factor=np.nan,
+        fixed_budget=fixed["fixed_budget"],
+        fixed_share=fixed["fixed_share"],
+        se_threshold=rule.threshold,
+    )
+    return Sequential(results, summary, {ATLAS: rule}, rounds)
 
 
 #: What the precision report holds the mode to: targets at the precision, and interval coverage.

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .conformal import LEVEL
+from .conformal import LEVEL, conformal_halfwidth
 from .errors import TailoredBenchError, check_integer
 
 #: The sequential mode's defaults (not tuned): items added per round, and the most items a target is asked.
@@ -98,3 +98,57 @@ class StoppingRule:
                 f"{budget} items is not a round of this rule ({', '.join(map(str, self.budgets))})"
             )
         return self.factor * self.q[self.budgets.index(budget)] * float(difficulty)
+
+
+#: Grid step and largest value of the ability rule's threshold on the posterior standard error.
+THRESHOLD_STEP = 0.005
+MAX_THRESHOLD = 1.0
+
+
+@dataclass(frozen=True)
+class AbilityRule:
+    """ATLAS's stopping rule (Li et al. 2025, arXiv 2511.04689): stop at the first round whose ability's posterior
+    standard error is at most ``threshold``; the interval is then ``estimate +/- halfwidth``.
+
+    :meth:`calibrate` chooses the threshold on source models playing targets: on a grid of :data:`THRESHOLD_STEP`,
+    the largest (fewest items) whose conformal quantile of the errors at the stopping rounds, ``halfwidth``, is
+    at most the precision, as is every smaller one's; with none, the smallest. A threshold given is used as it is.
+    """
+
+    budgets: tuple[int, ...]  # the items asked after each round
+    threshold: float
+    halfwidth: float
+    precision: float
+    level: float = LEVEL
+
+    @classmethod
+    def calibrate(
+        cls,
+        budgets,
+        errors: np.ndarray,
+        se: np.ndarray,
+        precision: float,
+        level: float = LEVEL,
+        threshold: float | None = None,
+    ) -> AbilityRule:
+        """The rule from pseudo-targets' absolute errors and standard errors after every round (targets x rounds)."""
+        precision = check_precision(precision)
+        errors, se = np.asarray(errors, dtype=float), np.asarray(se, dtype=float)
+        rows = np.arange(len(errors))
+
+        def halfwidth(tau: float) -> float:
+            return conformal_halfwidth(errors[rows, stopping_round(se, tau)], level)
+
+        if threshold is None:
+            grid = np.arange(1, round(MAX_THRESHOLD / THRESHOLD_STEP) + 1) * THRESHOLD_STEP
+            # up to the first that fails: the largest that passes, not chosen among chance passes above a failure
+            passing = [halfwidth(t) <= precision for t in grid]
+            threshold = float(grid[max(passing.index(False) if False in passing else len(grid), 1) - 1])
+        elif isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number)) or not threshold > 0:
+            raise TailoredBenchError(f"the standard-error threshold must be a positive number, got {threshold!r}")
+        threshold = round(float(threshold), 10)
+        return cls(tuple(int(b) for b in budgets), threshold, halfwidth(threshold), precision, float(level))
+
+    def stopping_rounds(self, se: np.ndarray) -> np.ndarray:
+        """Per target (rows of ``se``, targets x rounds): the round it stops at."""
+        return stopping_round(se, self.threshold)

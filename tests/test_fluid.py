@@ -14,6 +14,8 @@ from tailoredbench.methods import fluid, irt
 from tailoredbench.methods.fluid import Fluid
 from tailoredbench.methods.irt import IRTModel
 from tailoredbench.oracle import Oracle
+from tailoredbench.sequential import ATLAS, atlas_pseudo_targets, simulate_rounds, stop, stop_atlas
+from tailoredbench.stopping import AbilityRule
 
 # SYNTHETIC: a hand-made 2PL model and targets drawn from it
 GEN = np.random.default_rng(7)
@@ -137,3 +139,77 @@ def test_cli_fluid_with_intervals(tmp_path, capsys, monkeypatch):
     for r in records:
         assert r["method"] == "fluid" and r["mae_se"] == 0 and 0 < r["mae"] < 0.1
         assert 0.5 <= r["coverage"] <= 1 and r["interval_width"] > 0 and r["seconds_per_run"] > 0
+
+
+# SYNTHETIC: the precision mode on a small pair of matrices
+PAIR = (synthetic_matrix(80, 150, seed=4)[::2], synthetic_matrix(80, 150, seed=4)[1::2])
+
+
+@pytest.fixture(scope="module")
+def fluid_rounds(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TAILOREDBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
+        rounds = simulate_rounds(PAIR, ["fluid"], max_budget=40, step=5, g_size=5, runs=2)
+        yield rounds, stop_atlas(rounds, *PAIR, 0.08)
+
+
+def test_the_precision_mode_runs_fluid_and_atlas_rule_beside_it(fluid_rounds):
+    rounds, atlas = fluid_rounds
+    conformal = stop(rounds, 0.08)
+    for summary in (conformal.summary, atlas.summary):
+        for key in ("mae", "coverage", "items_mean", "items_p90", "precision_met", "fixed_budget"):
+            assert key in summary.columns
+    assert list(atlas.summary["method"]) == [ATLAS]
+    fixed = [conformal.summary["fixed_budget"].iloc[0], atlas.summary["fixed_budget"].iloc[0]]
+    assert np.array_equal(fixed[:1], fixed[1:], equal_nan=True)  # the same probe's fixed budget
+    rule = atlas.rules[ATLAS]
+    # each target stops at its first round whose ability's standard error is at most the threshold
+    tests = fluid.adaptive_tests(Fluid().prepare(PAIR[0], [40])["model"], Oracle(PAIR[1], 40), 40)
+    se = tests.se[:, np.asarray(rule.budgets) - 1]
+    first = atlas.results[atlas.results["run"] == 0]
+    expected = np.where(
+        (se <= rule.threshold).any(axis=1), (se <= rule.threshold).argmax(axis=1), len(rule.budgets) - 1
+    )
+    np.testing.assert_array_equal(first["items"], np.asarray(rule.budgets)[expected])
+    assert (first["halfwidth"] == rule.halfwidth).all()
+    np.testing.assert_allclose(first["interval_high"], np.clip(first["estimate"] + rule.halfwidth, 0, 1))
+
+
+def test_atlas_pseudo_targets_are_those_of_fluids_intervals(fluid_rounds):
+    rounds, atlas = fluid_rounds
+    errors, se = atlas_pseudo_targets(rounds, PAIR[0])
+    for r, budget in enumerate(rounds.settings["budgets"]):
+        np.testing.assert_allclose(errors[:, r], rounds.calibration["fluid"][budget].errors, atol=1e-12)
+    rule = atlas.rules[ATLAS]
+    at = rule.stopping_rounds(se)
+    covered = (errors[np.arange(len(at)), at] <= rule.halfwidth).mean()
+    assert covered >= 0.9 and rule.halfwidth <= 0.08
+
+
+def test_the_ability_rule_takes_the_largest_threshold_every_smaller_one_of_which_passes():
+    budgets = (10, 20, 30)
+    se = np.tile([0.5, 0.3, 0.1], (20, 1))
+    errors = np.tile([0.2, 0.05, 0.01], (20, 1))
+    rule = AbilityRule.calibrate(budgets, errors, se, 0.06)
+    assert rule.threshold == pytest.approx(0.495) and rule.halfwidth == 0.05  # at 0.5 all stop at 10 items: 0.2
+    assert AbilityRule.calibrate(budgets, errors, se, 0.001).threshold == 0.005  # none passes: the smallest
+    given = AbilityRule.calibrate(budgets, errors, se, 0.06, threshold=0.2)
+    assert given.threshold == 0.2 and given.halfwidth == 0.01
+    np.testing.assert_array_equal(given.stopping_rounds(se), np.full(20, 2))
+    with pytest.raises(TailoredBenchError, match="positive number"):
+        AbilityRule.calibrate(budgets, errors, se, 0.06, threshold=-1)
+
+
+def test_cli_precision_reports_fluid_and_the_atlas_rule(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path))
+    matrix = tmp_path / "m.npy"
+    np.save(matrix, synthetic_matrix(60, 120, 5))  # SYNTHETIC
+    args = ["simulate", "--matrix", str(matrix), "--method", "fluid", "--precision", "0.08", "--max-budget", "40"]
+    assert main([*args, "--runs", "2", "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert [r["method"] for r in records] == ["fluid", ATLAS]
+    for r in records:
+        for key in ("mae", "coverage", "items_mean", "items_p90", "precision_met", "fixed_budget"):
+            assert key in r
+        assert 15 <= r["items_mean"] <= 40
+    assert 0 < records[1]["se_threshold"] <= 1
