@@ -3,7 +3,8 @@
 The N-set is added in rounds of ``step`` items, every item asked kept; a target stops at the first
 round whose half-width is at most ``precision``, or at ``max_budget`` items, by a rule calibrated on
 source models (:class:`~tailoredbench.stopping.StoppingRule`). :func:`simulate_rounds` runs every round
-once; :func:`stop` applies the rule of any precision to them.
+once; :func:`stop` applies the rule of any precision to them. Adaptive IRT testing (``fluid``) grows its test
+the same way; :func:`stop_atlas` stops it by ATLAS's own rule instead, on the ability's standard error.
 """
 
 from __future__ import annotations
@@ -229,9 +230,12 @@ GOAL_SHARE = 0.9
 COVERAGE_GOAL = (0.85, 0.95)
 
 
-def precision_table(rounds_of: dict[str, Simulation], precisions: Sequence[float]) -> pd.DataFrame:
+def precision_table(
+    rounds_of: dict[str, Simulation], precisions: Sequence[float], matrices: dict | None = None
+) -> pd.DataFrame:
     """Per benchmark (``rounds_of``: name -> :func:`simulate_rounds`) and precision: the sequential mode's
-    items, coverage and MAE beside the fixed budget's.
+    items, coverage and MAE beside the fixed budget's. With ``matrices`` (name -> (source, target) values),
+    the rounds of ``fluid`` are also stopped by ATLAS's rule (:func:`stop_atlas`), as method :data:`ATLAS`.
 
     ``fixed_coverage``: the mean over rounds of each round's fixed-budget coverage. ``goal_met``: at least
     :data:`GOAL_SHARE` of the targets reach the precision, with fewer items on average than the fixed
@@ -240,8 +244,13 @@ def precision_table(rounds_of: dict[str, Simulation], precisions: Sequence[float
     rows = []
     for name, rounds in rounds_of.items():
         fixed_coverage = rounds.summary.groupby("method")["coverage"].mean()
+        if "fluid" in fixed_coverage:  # ATLAS's rule stops the same probe
+            fixed_coverage[ATLAS] = fixed_coverage["fluid"]
         for precision in precisions:
             summary = stop(rounds, precision).summary
+            if matrices and name in matrices and "fluid" in rounds.calibration:
+                atlas = stop_atlas(rounds, *matrices[name], precision).summary
+                summary = pd.concat([summary, atlas.drop(columns="se_threshold")], ignore_index=True)
             for _, row in summary.iterrows():
                 fixed = row["fixed_budget"]
                 fewer = bool(np.isnan(fixed) or row["items_mean"] < fixed)

@@ -14,7 +14,7 @@ from tailoredbench.methods import fluid, irt
 from tailoredbench.methods.fluid import Fluid
 from tailoredbench.methods.irt import IRTModel
 from tailoredbench.oracle import Oracle
-from tailoredbench.sequential import ATLAS, atlas_pseudo_targets, simulate_rounds, stop, stop_atlas
+from tailoredbench.sequential import ATLAS, atlas_pseudo_targets, precision_table, simulate_rounds, stop, stop_atlas
 from tailoredbench.stopping import AbilityRule
 
 # SYNTHETIC: a hand-made 2PL model and targets drawn from it
@@ -213,3 +213,15 @@ def test_cli_precision_reports_fluid_and_the_atlas_rule(tmp_path, capsys, monkey
             assert key in r
         assert 15 <= r["items_mean"] <= 40
     assert 0 < records[1]["se_threshold"] <= 1
+
+
+def test_the_precision_table_puts_atlas_rule_beside_fluid(fluid_rounds):
+    rounds, atlas = fluid_rounds
+    table = precision_table({"pair": rounds}, [0.08], matrices={"pair": PAIR})
+    assert list(table["method"]) == ["fluid", ATLAS]
+    row = table.set_index("method").loc[ATLAS]
+    assert (
+        row["items_mean"] == atlas.summary["items_mean"].iloc[0]
+        and row["coverage"] == atlas.summary["coverage"].iloc[0]
+    )
+    assert list(precision_table({"pair": rounds}, [0.08])["method"]) == ["fluid"]
