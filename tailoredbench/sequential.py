@@ -249,7 +249,8 @@ def precision_table(
         for precision in precisions:
             summary = stop(rounds, precision).summary
             if matrices and name in matrices and "fluid" in rounds.calibration:
-                atlas = stop_atlas(rounds, *matrices[name], precision).summary
+                source, target = matrices[name]
+                atlas = stop_atlas(rounds, source, target, precision).summary
                 summary = pd.concat([summary, atlas.drop(columns="se_threshold")], ignore_index=True)
             for _, row in summary.iterrows():
                 fixed = row["fixed_budget"]
