@@ -14,7 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .batch import BENCHMARK_NOTEBOOKS, REPORTS, ROOT, STUDY_NOTEBOOKS
+from . import atomic
+from .batch import BENCHMARK_NOTEBOOKS, REPORTS, ROOT, STUDY_NOTEBOOKS, _shown
 from .errors import TailoredBenchError
 
 SITE = ROOT / "site"
@@ -206,12 +207,7 @@ def build(reports_dir: str | Path = REPORTS, site_dir: str | Path = SITE, log=pr
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
-    old = site_dir.parent / f".{site_dir.name}.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if site_dir.exists():
-        site_dir.rename(old)
-    stage.rename(site_dir)
-    shutil.rmtree(old, ignore_errors=True)
+    atomic.replace_folder(stage, site_dir)
     return site_dir / "index.html"
 
 
@@ -227,7 +223,7 @@ def main(argv=None) -> int:
     except TailoredBenchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    shown = os.path.relpath(index) if index.resolve().is_relative_to(Path.cwd()) else str(index)
+    shown = _shown(index)
     print(f"open {shown}, or serve it: python -m http.server -d {os.path.dirname(shown)}")
     return 0
 
