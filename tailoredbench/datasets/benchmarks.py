@@ -1,8 +1,4 @@
-"""The benchmarks of the paper, built from pinned upstream files, and each one's settings.
-
-:data:`SPECS` is the only place a benchmark's settings are written (:class:`BenchmarkSpec`);
-:func:`load_benchmark` returns its source and target models and their provenance.
-"""
+"""The benchmarks of the paper, built from pinned upstream files, and each one's settings (:data:`SPECS`)."""
 
 from __future__ import annotations
 
@@ -34,13 +30,8 @@ class Benchmark:
 
     def summary(self) -> dict:
         """Counts and provenance, ready for ``metrics.json``."""
-        return {
-            "benchmark": self.name,
-            "n_source": self.source.n_models,
-            "n_target": self.target.n_models,
-            "n_items": self.n_items,
-            **self.provenance,
-        }
+        counts = {"n_source": self.source.n_models, "n_target": self.target.n_models, "n_items": self.n_items}
+        return {"benchmark": self.name, **counts, **self.provenance}
 
 
 _GSM8K = "marvelcell/TailoredBench"
@@ -94,9 +85,8 @@ def _atlas(member: str, label: str) -> Callable[[], tuple[ResponseMatrix, dict]]
     def build():
         frame = read_zip_csv(fetch(_ATLAS, _ATLAS_ZIP), member)
         models, items = tuple(frame.index.astype(str)), tuple(int(c) for c in frame.columns)
-        matrix = ResponseMatrix(
-            frame.to_numpy(dtype=np.float64), models, items, source=f"{_ATLAS}/{_ATLAS_ZIP}:{member}"
-        )
+        where = f"{_ATLAS}/{_ATLAS_ZIP}:{member}"
+        matrix = ResponseMatrix(frame.to_numpy(dtype=np.float64), models, items, source=where)
         info = {
             "description": f"{label}: the tinyBenchmarks anchor items only (not the full benchmark), "
             "thousands of Open LLM Leaderboard v1 models, from ATLAS.",
@@ -252,11 +242,8 @@ def benchmark_spec(name: str) -> BenchmarkSpec:
 
 
 def load_benchmark(name: str, max_models: int | None = None, seed: int = 0) -> Benchmark:
-    """Load a benchmark's source and target models: GSM8K split as the paper gives it, the others interleaved.
-
-    ``max_models``: a subsample of at most this many models, seeded by ``seed``, before the split
-    (``None`` keeps all; refused by ``gsm8k``, which comes split).
-    """
+    """A benchmark's source and target models: GSM8K split as the paper gives it, the others interleaved
+    after a subsample of at most ``max_models`` models seeded by ``seed`` (``None``: all)."""
     spec = benchmark_spec(name)
     if max_models is not None:
         max_models = check_integer(max_models, "max_models", 2)
