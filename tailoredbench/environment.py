@@ -17,8 +17,7 @@ BLAS_CORE = "Haswell"
 
 
 def versions() -> dict[str, str]:
-    """Python's, the machine's and each numeric library's versions, and the instructions numpy dispatches
-    to and OpenBLAS's kernels (they round otherwise with AVX-512)."""
+    """Python's, the machine's and each numeric library's versions, numpy's dispatch targets and OpenBLAS's kernels."""
     return {
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -29,12 +28,8 @@ def versions() -> dict[str, str]:
 
 
 def reproducible_numerics() -> dict[str, str]:
-    """Environment variables (those not set yet) under which numpy and OpenBLAS compute, in processes
-    started afterwards, as on an x86-64 machine without AVX-512; ``{}`` elsewhere.
-
-    AVX-512 kernels and numpy's AVX-512 exp and log1p differ in their last bits, and gp-IRT's
-    non-convex IRT fit moves with them. ``tailoredbench reproduce`` and ``make lab`` set them.
-    """
+    """Environment variables (those not set yet) under which numpy and OpenBLAS compute, in processes started
+    afterwards, as on x86-64 without AVX-512 (whose last bits move gp-IRT's non-convex fit); ``{}`` elsewhere."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return {}
     features = _numpy_features()
