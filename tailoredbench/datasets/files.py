@@ -58,8 +58,6 @@ def _registry_text() -> str:
 def registry() -> dict[str, DataFile]:
     """All registered files, keyed by ``<owner>/<repo>/<path>``.
 
-    Examples
-    --------
     >>> entry = registry()["marvelcell/TailoredBench/BenchmarkDatasets/gsm8k/source_model_alldata_acc_0.npy"]
     >>> entry.commit[:7], entry.bytes
     ('e33061e', 791528)
@@ -117,8 +115,6 @@ def fetch(repo: str, path: str, *, download: bool = True) -> Path:
     ``download``: fetch the pinned file when neither the mirror nor the cache has it. A :class:`DataError`
     when the file is not registered, fails its hash check, or cannot be found or downloaded.
 
-    Examples
-    --------
     >>> p = fetch("marvelcell/TailoredBench", "BenchmarkDatasets/gsm8k/source_model_alldata_acc_0.npy")
     >>> p.name
     'source_model_alldata_acc_0.npy'
