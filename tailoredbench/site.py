@@ -125,13 +125,12 @@ def takeaway(nb) -> str:
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "markdown" or not (heading := _TAKEAWAY.search(cell.source)):
             continue
-        rest = cell.source[heading.end() :]
-        rest = rest[: match.start()] if (match := re.search(r"^#", rest, re.MULTILINE)) else rest
+        rest = re.split(r"^#", cell.source[heading.end() :], maxsplit=1, flags=re.MULTILINE)[0]
         if rest.strip():
             return rest.strip()
-        following = nb.cells[index + 1] if index + 1 < len(nb.cells) else None
-        if following is None:
+        if index + 1 == len(nb.cells):
             return ""
+        following = nb.cells[index + 1]
         if following.cell_type == "code":
             return _markdown_outputs(following).strip()
         return "" if following.source.lstrip().startswith("#") else following.source.strip()
