@@ -184,8 +184,7 @@ def binary_points(X: np.ndarray, metric: str = "manhattan") -> BinaryPoints:
     # Patterns numbered by first occurrence: FasterPAM scans points in order, and a sorted
     # order (all-wrong patterns first) biases which of equally good medoid sets it reaches.
     order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
+    rank = np.argsort(order)  # the inverse permutation
     patterns = X[first[order]]
     mean, std = column_scale(X)
     words, least, scale, table, _ = _NO_BITS
