@@ -56,12 +56,7 @@ def _registry_text() -> str:
 
 @cache
 def registry() -> dict[str, DataFile]:
-    """All registered files, keyed by ``<owner>/<repo>/<path>``.
-
-    >>> entry = registry()["marvelcell/TailoredBench/BenchmarkDatasets/gsm8k/source_model_alldata_acc_0.npy"]
-    >>> entry.commit[:7], entry.bytes
-    ('e33061e', 791528)
-    """
+    """All registered files, keyed by ``<owner>/<repo>/<path>``."""
     lines = [ln for ln in _registry_text().splitlines() if ln and not ln.startswith("#")]
     entries = {}
     for row in csv.DictReader(lines, delimiter="\t"):
@@ -113,12 +108,7 @@ def fetch(repo: str, path: str, *, download: bool = True) -> Path:
     """Local path of the registered file ``path`` in GitHub repository ``repo``, its sha256 checked.
 
     ``download``: fetch the pinned file when neither the mirror nor the cache has it. A :class:`DataError`
-    when the file is not registered, fails its hash check, or cannot be found or downloaded.
-
-    >>> p = fetch("marvelcell/TailoredBench", "BenchmarkDatasets/gsm8k/source_model_alldata_acc_0.npy")
-    >>> p.name
-    'source_model_alldata_acc_0.npy'
-    """
+    when the file is not registered, fails its hash check, or cannot be found or downloaded."""
     entry = lookup(repo, path)
     mirror = os.environ.get("TAILOREDBENCH_DATA")
     if mirror:
