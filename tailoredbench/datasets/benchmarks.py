@@ -44,9 +44,9 @@ _PSN = "Joe-Hall-Lee/PSN-IRT"
 
 def _gsm8k() -> tuple[ResponseMatrix, ResponseMatrix, dict]:
     """The paper's own split: source and target files."""
+    paths = {role: f"{_GSM8K_DIR}/{role}_model_alldata_acc_0.npy" for role in ("source", "target")}
     parts = {}
-    for role in ("source", "target"):
-        path = f"{_GSM8K_DIR}/{role}_model_alldata_acc_0.npy"
+    for role, path in paths.items():
         values = read_npy(fetch(_GSM8K, path))
         models = tuple(f"gsm8k_{role}_{i:02d}" for i in range(values.shape[0]))
         parts[role] = ResponseMatrix(values, models, source=f"{_GSM8K}/{path}")
@@ -54,7 +54,7 @@ def _gsm8k() -> tuple[ResponseMatrix, ResponseMatrix, dict]:
         "description": "GSM8K test (1319 items), the paper's own 75 source + 75 target models, "
         "split as given (accuracy-stratified, alternating); models are unnamed.",
         "split": "as given",
-        "files": file_records(*[(_GSM8K, f"{_GSM8K_DIR}/{r}_model_alldata_acc_0.npy") for r in ("source", "target")]),
+        "files": file_records(*[(_GSM8K, path) for path in paths.values()]),
     }
     return parts["source"], parts["target"], info
 
