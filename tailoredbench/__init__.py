@@ -1,10 +1,7 @@
 """tailoredbench: estimate a model's full-benchmark accuracy from 20-40 items.
 
-A fast, seeded implementation of TailoredBench (Yuan et al., ACL 2025, arXiv:2502.13576),
-its baselines, and the notebooks that regenerate the paper's tables and figures.
-
-The names below load their modules when first used, so that the ``tailoredbench``
-command starts, and answers Ctrl-C in one line, before numpy, pandas and numba load.
+TailoredBench (Yuan et al., ACL 2025, arXiv:2502.13576) and its baselines. The names below load their modules
+when first used, so that the ``tailoredbench`` command starts before numpy, pandas and numba load.
 """
 
 import importlib

@@ -1,7 +1,6 @@
 """``python -m tailoredbench``, and the ``tailoredbench`` command's entry point.
 
-The command's modules (numpy, pandas, numba ...) load inside :func:`main`, so that
-Ctrl-C while they load ends as it does later: one line and exit code 130.
+The command's modules load inside :func:`main`, so that Ctrl-C while they load ends in one line and exit code 130.
 """
 
 import signal

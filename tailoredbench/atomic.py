@@ -66,10 +66,7 @@ def stage(path: str | Path, data: bytes) -> Path:
 
 
 def place(temporary: Path, path: str | Path, *, replace: bool = True) -> Path:
-    """Put a file from :func:`stage` at ``path``: over what is there, or only where nothing is (``replace=False``).
-
-    ``FileExistsError`` (naming ``path``) when ``replace`` is false and anything is at ``path``.
-    """
+    """Put a file from :func:`stage` at ``path``: over what is there, or (``replace=False``) only where nothing is."""
     path = Path(path)
     try:
         if replace:
@@ -104,13 +101,20 @@ def discard(temporary: Path) -> None:
 
 
 def write_bytes(path: str | Path, data: bytes, *, replace: bool = True) -> Path:
-    """Write ``data`` to ``path`` atomically; returns the path.
-
-    ``replace=False``: only if nothing is at ``path`` when the file is put there, else ``FileExistsError``.
-    """
+    """Write ``data`` to ``path`` atomically (see :func:`place`); returns the path."""
     return place(stage(path, data), path, replace=replace)
 
 
 def write_text(path: str | Path, text: str, *, replace: bool = True) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically; returns the path (see :func:`write_bytes`)."""
     return write_bytes(path, text.encode("utf-8"), replace=replace)
+
+
+def replace_folder(stage: Path, final: Path) -> None:
+    """Put the finished folder ``stage`` at ``final``; what was there goes only once it is in place."""
+    old = final.parent / f".{final.name}.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        final.rename(old)
+    stage.rename(final)
+    shutil.rmtree(old, ignore_errors=True)

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import atomic
 from .datasets.benchmarks import PAPER_BENCHMARKS
 from .datasets.files import pin_data_dir
 from .environment import reproducible_numerics
@@ -118,9 +119,8 @@ def reproduce(
     log=print,
 ) -> list[Path]:
     """Execute notebooks (all of :data:`ORDER` by default), each after those it reads (:data:`AFTER`), into
-    ``<output_dir>/<name>/`` (``reports/``, or ``reports-quick/`` with ``quick``'s :data:`QUICK`). A report made
-    with other parameters is replaced only with ``force``. ``run_cache``: where the kernels keep their runs
-    (``$TAILOREDBENCH_RUN_CACHE``, else ``runs/`` in the user cache; ``False``: nowhere)."""
+    ``<output_dir>/<name>/`` (``reports/``, or ``reports-quick/`` with :data:`QUICK`); a report made with other
+    parameters is replaced only with ``force``. ``run_cache``: the kernels' run cache (``False``: none)."""
     pin_data_dir()  # a relative $TAILOREDBENCH_DATA means from here, not from notebooks/
     notebooks_dir, parameters = Path(notebooks_dir).resolve(), parameters or {}
     waiting = list(dict.fromkeys(names or ORDER))
@@ -217,21 +217,15 @@ def _run(name: str, values: dict, root: Path, notebooks_dir: Path, env: dict, lo
     text = output.read_text().replace(f'"{source}"', f'"{_relative(source, ROOT)}"')
     text = text.replace(f'"{output}"', f'"{_relative(final / output.name, ROOT)}"')
     output.write_text(normalised(text.replace(stage_rel, _relative(final, notebooks_dir))))
-    old = root / f".{name}.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        final.rename(old)
-    stage.rename(final)
-    shutil.rmtree(old, ignore_errors=True)
+    atomic.replace_folder(stage, final)
     shutil.rmtree(failed, ignore_errors=True)
     log(f"{name}: done in {_clock(time.perf_counter() - start)} -> {_shown(final)}")
     return ""
 
 
 def normalised(text: str) -> str:
-    """An executed notebook as JupyterLab saves it, so that it opens unmodified: normalised and valid, in nbformat's
-    layout, with the kernelspec of the kernel that ran it (JupyterLab rewrites one that differs, such as the display
-    name "Python 3" that papermill copies from the source notebook where ipykernel says "Python 3 (ipykernel)")."""
+    """An executed notebook as JupyterLab saves it, so that it opens unmodified: normalised, valid, in nbformat's
+    layout, with the kernelspec of the kernel that ran it (papermill copies the source notebook's display name)."""
     import nbformat
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 

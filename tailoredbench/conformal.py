@@ -75,13 +75,7 @@ class PseudoTargets:
 
     @property
     def difficulty(self) -> np.ndarray:
-        """Their :func:`difficulty`."""
         return self.scale()
-
-    @property
-    def scores(self) -> np.ndarray:
-        """The normalised conformal scores ``errors / difficulty``."""
-        return self.errors / self.difficulty
 
     def quantile(self, normalisation: str = IN_USE, level: float = LEVEL) -> float:
         """The conformal quantile ``q`` of ``errors / scale``: a target's half-width is ``q`` times its scale."""
@@ -95,8 +89,6 @@ class PseudoTargets:
 def model_folds(n_models: int, folds: int, repeats: int, seed: int, stream: int = rng.INTERVAL_FOLDS):
     """Yield ``(index, kept, held_out)``: ``repeats`` seeded splits of the models into ``folds``.
 
-    Examples
-    --------
     >>> [(i, len(k), len(h)) for i, k, h in model_folds(5, 2, 1, seed=0)]
     [(0, 2, 3), (1, 3, 2)]
     """
@@ -107,13 +99,9 @@ def model_folds(n_models: int, folds: int, repeats: int, seed: int, stream: int 
 
 
 def folds_by_kept(n_models: int, folds: int, repeats: int, seed: int, stream: int = rng.INTERVAL_FOLDS) -> list:
-    """:func:`model_folds` grouped by the models they keep: ``[(kept, [(index, held_out), ...]), ...]``.
+    """:func:`model_folds` grouped by the models they keep, ``[(kept, [(index, held_out), ...]), ...]``, so that
+    work on the kept models is done once per group; :func:`in_fold_order` puts the results back in fold order.
 
-    Work that depends only on the kept models is then done once per group (leave-one-out keeps the
-    same models at every repeat); :func:`in_fold_order` puts per-fold results back in fold order.
-
-    Examples
-    --------
     >>> [(len(kept), [i for i, _ in held]) for kept, held in folds_by_kept(3, 3, 2, seed=0)]
     [(2, [0, 3]), (2, [1, 4]), (2, [2, 5])]
     """
@@ -141,10 +129,8 @@ def check_level(level) -> float:
 
 
 def conformal_halfwidth(errors: np.ndarray, level: float = LEVEL) -> float:
-    """The split-conformal quantile of absolute errors (or scores): ``q`` with ``P(|error| <= q) >= level``.
-
-    With too few errors for the level (``ceil((n + 1) * level) > n``), the largest.
-    """
+    """The split-conformal quantile ``q`` of absolute errors (or scores), ``P(|error| <= q) >= level``; with too
+    few errors for the level, the largest."""
     level = check_level(level)
     errors = np.sort(np.asarray(errors, dtype=float))
     rank = min(int(np.ceil((len(errors) + 1) * level)), len(errors))
@@ -154,8 +140,6 @@ def conformal_halfwidth(errors: np.ndarray, level: float = LEVEL) -> float:
 def interval(estimate, halfwidth) -> tuple[np.ndarray, np.ndarray]:
     """``(low, high)``: ``estimate -/+ halfwidth`` (one per estimate, or one for all) clipped to [0, 1].
 
-    Examples
-    --------
     >>> low, high = interval(np.array([0.5, 0.98]), 0.05)
     >>> np.round(low, 2).tolist(), np.round(high, 2).tolist()
     ([0.45, 0.93], [0.55, 1.0])

@@ -10,7 +10,6 @@ import functools
 
 import numba
 import numpy as np
-from scipy.spatial.distance import cdist
 from threadpoolctl import ThreadpoolController
 
 from .errors import TailoredBenchError
@@ -30,8 +29,6 @@ def column_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def standardize(X: np.ndarray) -> np.ndarray:
     """Z-score each column (population std; a constant column scales by 1).
 
-    Examples
-    --------
     >>> standardize(np.array([[0.0, 1.0], [1.0, 1.0]])).tolist()
     [[-1.0, 0.0], [1.0, 0.0]]
     """
@@ -98,23 +95,13 @@ def scaled_distances(
         return D if metric == "manhattan" else np.sqrt(D)
     if B is not None:
         raise TailoredBenchError(f"{metric} distances are computed between the rows of one matrix only")
-    return np.round(dense_distances((R - mean) / std, check_distance(metric)), 9)
+    return np.round(_angular_distances((R - mean) / std, check_distance(metric)), 9)
 
 
-def dense_distances(Z: np.ndarray, metric: str) -> np.ndarray:
-    """Distances between the rows of a real matrix (any of :data:`DISTANCES`)."""
-    if metric == "manhattan":
-        return cdist(Z, Z, "cityblock")
-    if metric == "euclidean":
-        sq = (Z**2).sum(axis=1)
-        D = sq[:, None] + sq[None, :] - 2.0 * (Z @ Z.T)
-        np.maximum(D, 0.0, out=D)
-        np.fill_diagonal(D, 0.0)
-        return np.sqrt(D)
+def _angular_distances(Z: np.ndarray, metric: str) -> np.ndarray:
+    """Cosine or correlation distances between the rows of a real matrix."""
     if metric == "correlation":
         Z = Z - Z.mean(axis=1, keepdims=True)
-    elif metric != "cosine":
-        raise TailoredBenchError(f"unknown distance {metric!r}; choose one of {', '.join(DISTANCES)}")
     norm = np.sqrt((Z**2).sum(axis=1))
     safe = np.where(norm > 1e-12, norm, 1.0)
     U = Z / safe[:, None]

@@ -17,51 +17,39 @@ BLAS_CORE = "Haswell"
 
 
 def versions() -> dict[str, str]:
-    """Python's, the machine's and each numeric library's versions, and the instructions numpy dispatches
-    to and OpenBLAS's kernels (they round otherwise with AVX-512)."""
+    """Python's, the machine's and each numeric library's versions, numpy's dispatch targets and OpenBLAS's kernels."""
     return {
         "python": platform.python_version(),
         "machine": platform.machine(),
         **{name: metadata.version(name) for name in NUMERIC_LIBRARIES},  # without importing them
-        "numpy_simd": " ".join(_numpy_dispatch(_numpy_features())) or "baseline",
+        "numpy_simd": " ".join(_numpy_cpu()[1]) or "baseline",
         "blas": _blas_kernels(),
     }
 
 
 def reproducible_numerics() -> dict[str, str]:
-    """Environment variables (those not set yet) under which numpy and OpenBLAS compute, in processes
-    started afterwards, as on an x86-64 machine without AVX-512; ``{}`` elsewhere.
-
-    AVX-512 kernels and numpy's AVX-512 exp and log1p differ in their last bits, and gp-IRT's
-    non-convex IRT fit moves with them. ``tailoredbench reproduce`` and ``make lab`` set them.
-    """
+    """Environment variables (those not set yet) under which numpy and OpenBLAS compute, in processes started
+    afterwards, as on x86-64 without AVX-512 (whose last bits move gp-IRT's non-convex fit); ``{}`` elsewhere."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return {}
-    features = _numpy_features()
+    features, dispatch = _numpy_cpu()
     if not (features.get("AVX2") and features.get("FMA3")):
         return {}  # OpenBLAS's Haswell kernels need both; without them it picks older ones anyway
     pins = {"OPENBLAS_CORETYPE": BLAS_CORE}
-    above = [target for target in _numpy_dispatch(features) if target != "X86_V3"]  # AVX-512's targets
+    above = [target for target in dispatch if target != "X86_V3"]  # AVX-512's targets
     if above:
         pins["NPY_DISABLE_CPU_FEATURES"] = ",".join(above)
     return {name: value for name, value in pins.items() if name not in os.environ}
 
 
-def _numpy_features() -> dict:
-    try:  # numpy's own record of the processor (what np.show_runtime prints)
-        from numpy._core._multiarray_umath import __cpu_features__
-    except ImportError:
-        return {}
-    return dict(__cpu_features__)
-
-
-def _numpy_dispatch(features: dict) -> list[str]:
-    """The optimisation targets numpy dispatches to on a processor of these features (after any it was told to skip)."""
+def _numpy_cpu() -> tuple[dict, list[str]]:
+    """numpy's own record of the processor (what np.show_runtime prints): its features, and the optimisation
+    targets numpy dispatches to (after any it was told to skip)."""
     try:
-        from numpy._core._multiarray_umath import __cpu_dispatch__
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
     except ImportError:
-        return []
-    return [target for target in __cpu_dispatch__ if features.get(target)]
+        return {}, []
+    return dict(__cpu_features__), [target for target in __cpu_dispatch__ if __cpu_features__.get(target)]
 
 
 def _blas_kernels() -> str:

@@ -1,11 +1,9 @@
-"""K-Medoids (FasterPAM) with some medoids held fixed, and CLARA for very large inputs.
+"""K-Medoids (FasterPAM) with some medoids held fixed (a G-set extended into an N-set), and CLARA.
 
-Fixed medoids are never swapped out: TailoredBench extends a G-set into an N-set this way.
-:func:`k_medoids_binary` clusters the distinct rows of a 0/1 matrix, weighted by count. Up
-to :data:`DENSE_LIMIT` distinct rows their distances are kept; beyond, each is computed when
-needed from the rows packed 64 columns to a word, after a lower bound (differing columns
-times the least column weight, in integer ticks) has settled most points. Both round
-distances to 1e-9, so they give the same medoids.
+:func:`k_medoids_binary` clusters the distinct rows of a 0/1 matrix, weighted by count: up to
+:data:`DENSE_LIMIT` of them with their distances kept, beyond from rows packed 64 columns to a word
+behind a lower bound (differing columns times the least column weight). Both round distances to 1e-9,
+so they give the same medoids.
 """
 
 from __future__ import annotations
@@ -51,46 +49,17 @@ def k_medoids(
     max_iter: int = 100,
     same_row=None,
 ) -> KMedoidsResult:
-    """FasterPAM k-medoids clustering on a precomputed distance matrix, some medoids held fixed.
+    """FasterPAM on a distance matrix ``D`` (symmetric, zero diagonal), ``n_clusters`` medoids in all.
 
-    FasterPAM is PAM that performs any improving swap at once and scores a candidate
-    against all medoids in one pass over the points.
+    FasterPAM (Schubert and Rousseeuw, *Fast and Eager k-Medoids Clustering*, Information Systems 101,
+    2021, https://doi.org/10.1016/j.is.2021.101804) performs any improving swap at once.
 
-    Parameters
-    ----------
-    D : ndarray of shape (n, n)
-        Symmetric distances with a zero diagonal.
-    n_clusters : int
-        Total number of medoids, fixed ones included.
-    fixed : sequence of int, optional
-        Points that are medoids throughout; they come first in the result, in this order.
-    weights : ndarray of shape (n,), optional
-        Point multiplicities: the cost is ``sum_i weights[i] * d(i, nearest medoid)``.
-        The initial free medoids are drawn with probability proportional to them.
-    random_state : int, sequence of int or numpy Generator, optional
-        Seeds the random choice of the initial free medoids.
-    max_iter : int, default 100
-        Maximum number of passes over all points.
-    same_row : ndarray of shape (n,), optional
-        :func:`identical_rows` of ``D``, for many calls on one matrix: a candidate whose row
-        is bit for bit that of one scored since the last swap is skipped (the same result).
+    ``fixed`` points are medoids throughout, first in the result. ``weights`` are point multiplicities
+    (the cost is ``sum_i weights[i] * d(i, nearest medoid)``; the initial free medoids are drawn in
+    proportion). ``same_row``, :func:`identical_rows` of ``D``, skips a candidate whose row equals one
+    scored since the last swap. ``labels[i]`` is the position of point ``i``'s nearest medoid, the
+    earlier on ties, so fixed medoids win ties.
 
-    Returns
-    -------
-    KMedoidsResult
-        ``labels[i]`` is the position in ``medoids`` of point ``i``'s nearest medoid;
-        ties go to the earlier position, so fixed medoids win ties.
-
-    References
-    ----------
-    | Erich Schubert, Peter J. Rousseeuw
-    | Fast and Eager k-Medoids Clustering:
-    | O(k) Runtime Improvement of the PAM, CLARA, and CLARANS Algorithms
-    | Information Systems (101), 2021, 101804
-    | https://doi.org/10.1016/j.is.2021.101804
-
-    Examples
-    --------
     >>> X = np.array([0.0, 1.0, 2.0, 10.0, 11.0, 12.0])
     >>> D = np.abs(X[:, None] - X[None, :])
     >>> result = k_medoids(D, 2, random_state=0)
@@ -120,10 +89,7 @@ def k_medoids(
 
 
 def _from_random_start(D, packed, weights, fixed, n_clusters: int, rng, max_iter: int, same_row=None):
-    """FasterPAM from free medoids drawn with probability proportional to ``weights``: (medoids, swaps).
-
-    The distances are ``D``, or, when it is empty, computed from ``packed`` (see :data:`_NO_BITS`).
-    """
+    """FasterPAM from free medoids drawn in proportion to ``weights``: (medoids, swaps); empty ``D``: ``packed``."""
     same_row = np.arange(len(weights), dtype=np.int64) if same_row is None else same_row
     free_pool = _others(len(weights), fixed)
     n_free = n_clusters - len(fixed)
@@ -206,10 +172,9 @@ class BinaryPoints:
 
 
 def binary_points(X: np.ndarray, metric: str = "manhattan") -> BinaryPoints:
-    """Merge identical rows of ``X``; keep the distances between the patterns if they fit :data:`DENSE_LIMIT`.
+    """Merge identical rows of ``X``; keep the patterns' distances (computed at first use) up to :data:`DENSE_LIMIT`.
 
-    The kept distances are computed when first needed (:attr:`BinaryPoints.distances`).
-    Cosine and correlation distances are not sums over columns and are always kept.
+    Cosine and correlation distances are not sums over columns: always kept.
     """
     check_distance(metric)
     X = np.asarray(X, dtype=np.float64)
@@ -219,8 +184,7 @@ def binary_points(X: np.ndarray, metric: str = "manhattan") -> BinaryPoints:
     # Patterns numbered by first occurrence: FasterPAM scans points in order, and a sorted
     # order (all-wrong patterns first) biases which of equally good medoid sets it reaches.
     order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
+    rank = np.argsort(order)  # the inverse permutation
     patterns = X[first[order]]
     mean, std = column_scale(X)
     words, least, scale, table, _ = _NO_BITS
@@ -261,33 +225,15 @@ def k_medoids_binary(
     sample: int = 0,
     draws: int | None = None,
 ) -> KMedoidsResult:
-    """FasterPAM k-medoids clustering of the rows behind ``points``, on the weighted patterns.
+    """FasterPAM (see :func:`k_medoids`) of the rows behind ``points``, on the weighted patterns.
 
-    Each free medoid pattern is represented by a random row of that pattern. If there
-    are fewer distinct patterns than medoids, the remaining medoids are random further
-    rows: they duplicate a pattern already chosen and, losing ties to it, own no items.
-    Labels and medoids are row indices, fixed medoids first; ties go to the earlier medoid.
+    Each free medoid is a random row of its pattern; with fewer patterns than medoids, the rest are
+    random further rows that, losing ties, own no items. Medoids and labels are row indices.
 
-    With ``sample`` > 0 (more than the medoids, fewer than the patterns), CLARA:
-    ``draws`` (default :data:`DRAWS`) times, FasterPAM on ``sample`` random patterns
-    (the fixed ones always among them, each weighted by its count); the medoids of
-    lowest cost on all patterns are kept.
+    With ``sample`` > 0 (more than the medoids, fewer than the patterns), CLARA (Kaufman and
+    Rousseeuw, *Finding Groups in Data*, ch. 3, Wiley, 1990): ``draws`` (default :data:`DRAWS`) times,
+    FasterPAM on ``sample`` random patterns (the fixed ones among them); the medoids of lowest full cost win.
 
-    References
-    ----------
-    | Erich Schubert, Peter J. Rousseeuw
-    | Fast and Eager k-Medoids Clustering:
-    | O(k) Runtime Improvement of the PAM, CLARA, and CLARANS Algorithms
-    | Information Systems (101), 2021, 101804
-    | https://doi.org/10.1016/j.is.2021.101804
-
-    | Leonard Kaufman, Peter J. Rousseeuw
-    | Clustering Large Applications (Program CLARA)
-    | In: Finding Groups in Data: An Introduction to Cluster Analysis, ch. 3, Wiley, 1990
-    | https://doi.org/10.1002/9780470316801.ch3
-
-    Examples
-    --------
     >>> X = np.array([[0, 0], [0, 0], [1, 1], [1, 1], [1, 0]], dtype=float)
     >>> result = k_medoids_binary(binary_points(X), 2, fixed=[0], random_state=0)
     >>> result.medoids[0], sorted(set(result.labels.tolist()))
@@ -359,9 +305,8 @@ def label_digest(labels: np.ndarray) -> int:
 def known_labels(points: BinaryPoints, medoid_sets, digests) -> list[np.ndarray]:
     """:func:`nearest_medoid`'s labels of each set of medoids, known by their :func:`label_digest`.
 
-    The labels are read from the distances to the medoids alone, one product for all sets
-    (:meth:`BinaryPoints.from_patterns`); only for a set whose labels' digest differs (a
-    distance that rounded otherwise decided a tie) is the dense matrix formed.
+    Read from one product of the distances to the medoids alone; the dense matrix is formed only for
+    a set whose digest differs (a distance that rounded otherwise decided a tie).
     """
     medoid_sets = [np.asarray(medoids, dtype=np.int64) for medoids in medoid_sets]
     if not medoid_sets:
@@ -378,10 +323,8 @@ def known_labels(points: BinaryPoints, medoid_sets, digests) -> list[np.ndarray]
 
 
 def identical_rows(D: np.ndarray) -> np.ndarray:
-    """Each row's first row with the same bits (itself if none): the ``same_row`` of :func:`k_medoids`.
+    """Each row's first row with the same bits: the ``same_row`` of :func:`k_medoids`.
 
-    Examples
-    --------
     >>> identical_rows(np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])).tolist()
     [0, 1, 0]
     """

@@ -20,10 +20,7 @@ def _scipy_tau(x, y) -> float:
 
 
 def per_run_metrics(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
-    """MAE and Kendall's tau-b over the targets, per ``keys`` (by default method and budget) and run.
-
-    An undefined tau (all estimates equal) counts as 0, as in the paper's code; a NaN estimate is not skipped.
-    """
+    """MAE and Kendall's tau-b over the targets, per ``keys`` and run; an undefined tau is 0, as in the paper's code."""
     by = [*keys, "run"]
     # Groups in the order groupby(sort=True) gives them; rows keep their order within a group.
     codes = results.groupby(by, sort=True).ngroup().to_numpy()
@@ -45,10 +42,7 @@ def per_run_metrics(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
 
 @numba.njit(cache=True)
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
-    """Kendall's tau-b of two equally long samples; NaN if either is constant or holds a NaN.
-
-    Counts the pairs, ending with :func:`scipy.stats.kendalltau`'s arithmetic (the same value to the bit).
-    """
+    """Kendall's tau-b, NaN if either sample is constant or holds a NaN: :func:`scipy.stats.kendalltau` to the bit."""
     n = len(x)
     for i in range(n):
         if np.isnan(x[i]) or np.isnan(y[i]):
@@ -104,8 +98,6 @@ def summarize(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
 def within_noise(a: float, a_se: float, b: float, b_se: float, k: float = 2.0) -> bool:
     """Whether two means differ by no more than ``k`` standard errors of their difference: a tie, not a verdict.
 
-    Examples
-    --------
     >>> within_noise(0.0609, 0.0010, 0.0609, 0.0012), within_noise(0.040, 0.001, 0.050, 0.001)
     (True, False)
     """

@@ -11,12 +11,8 @@ from .errors import TailoredBenchError
 
 
 class Oracle:
-    """Reveals target results (``values``, targets x items) item by item and records what was asked.
+    """Reveals target results (``values``, targets x items) item by item, refusing more than ``budget`` of one.
 
-    Methods see targets only through an oracle, which refuses more than ``budget`` distinct items of one.
-
-    Examples
-    --------
     >>> oracle = Oracle(np.array([[1, 0, 1], [0, 0, 1]]), budget=2)
     >>> oracle.ask([0, 2]).tolist()
     [[1.0, 1.0], [0.0, 1.0]]
@@ -47,7 +43,7 @@ class Oracle:
         return digest.hexdigest()
 
     def ask(self, items, targets=None) -> np.ndarray:
-        """Results of ``targets`` (all when ``None``) on ``items``: shape (len(targets), len(items))."""
+        """Results of ``targets`` (all when ``None``) on ``items``."""
         items = np.asarray(items, dtype=np.int64)
         rows = np.arange(self.n_targets) if targets is None else np.asarray(targets, dtype=np.int64).reshape(-1)
         self._asked[np.ix_(rows, items)] = True

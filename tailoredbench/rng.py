@@ -41,11 +41,9 @@ def stream(key: Sequence[int], *tail: int) -> np.random.Generator:
 
 
 def as_key(random_state) -> tuple[int, ...]:
-    """The integer key behind a ``random_state``: an int ``s`` is ``(s, 0)``, run 0 of a simulation seeded by
-    ``s``; a sequence of ints is taken as it is; a Generator gives one draw; ``None``, fresh entropy.
+    """The integer key behind a ``random_state``: an int ``s`` is ``(s, 0)`` (run 0 of seed ``s``), a sequence of
+    ints itself, a Generator one draw, ``None`` fresh entropy.
 
-    Examples
-    --------
     >>> as_key(3), as_key([3, 7])
     ((3, 0), (3, 7))
     >>> len(as_key(None)), len(as_key(np.random.default_rng(0)))
@@ -70,14 +68,7 @@ def as_key(random_state) -> tuple[int, ...]:
 
 
 def generator(random_state) -> np.random.Generator:
-    """A Generator from a ``random_state`` (a Generator is used as it is).
-
-    Examples
-    --------
-    >>> gen = np.random.default_rng(0)
-    >>> generator(gen) is gen, isinstance(generator(None), np.random.Generator)
-    (True, True)
-    """
+    """A Generator from a ``random_state`` (a Generator is used as it is)."""
     if isinstance(random_state, np.random.Generator):
         return random_state
     as_key(random_state)  # refuses what is not a random state, in the package's words

@@ -1,10 +1,8 @@
 """Per-run work kept on disk, so that what one notebook computed the next one reads.
 
-When ``$TAILOREDBENCH_RUN_CACHE`` names a folder (off by default; ``tailoredbench reproduce`` sets it),
-each run's chosen items (TailoredBench's probes, gp-IRT's anchors) are stored there, keyed by a sha256
-of the code and numeric versions, the data and every parameter that shapes them. Whatever depends on
-the items is recomputed from them, the clusters checked against a digest kept with them, so a cached
-run gives the same numbers as a fresh one. A bad entry is dropped with a warning (:mod:`tailoredbench.cache`).
+When ``$TAILOREDBENCH_RUN_CACHE`` names a folder (``tailoredbench reproduce`` sets it), each run's chosen
+items are stored there, keyed by a sha256 of the code, numeric versions, data and parameters. What depends on
+the items is recomputed from them, so a cached run gives the same numbers as a fresh one.
 """
 
 from __future__ import annotations
@@ -71,7 +69,7 @@ def _entry(root: Path | None, kind: str, parts) -> tuple[Path, str] | None:
 
 
 def load(root: Path | None, kind: str, parts, shapes: Mapping[str, tuple]) -> dict | None:
-    """The entry of ``kind`` for ``parts`` in the cache at ``root`` (None: off), of arrays of ``shapes``, or None."""
+    """The entry of ``kind`` for ``parts`` in the cache at ``root`` (None: off) if its arrays have ``shapes``."""
     entry = _entry(root, kind, parts)
     if entry is None:
         return None

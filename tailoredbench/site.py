@@ -14,7 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .batch import BENCHMARK_NOTEBOOKS, REPORTS, ROOT, STUDY_NOTEBOOKS
+from . import atomic
+from .batch import BENCHMARK_NOTEBOOKS, REPORTS, ROOT, STUDY_NOTEBOOKS, _shown
 from .errors import TailoredBenchError
 
 SITE = ROOT / "site"
@@ -124,13 +125,12 @@ def takeaway(nb) -> str:
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "markdown" or not (heading := _TAKEAWAY.search(cell.source)):
             continue
-        rest = cell.source[heading.end() :]
-        rest = rest[: match.start()] if (match := re.search(r"^#", rest, re.MULTILINE)) else rest
+        rest = re.split(r"^#", cell.source[heading.end() :], maxsplit=1, flags=re.MULTILINE)[0]
         if rest.strip():
             return rest.strip()
-        following = nb.cells[index + 1] if index + 1 < len(nb.cells) else None
-        if following is None:
+        if index + 1 == len(nb.cells):
             return ""
+        following = nb.cells[index + 1]
         if following.cell_type == "code":
             return _markdown_outputs(following).strip()
         return "" if following.source.lstrip().startswith("#") else following.source.strip()
@@ -206,12 +206,7 @@ def build(reports_dir: str | Path = REPORTS, site_dir: str | Path = SITE, log=pr
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
-    old = site_dir.parent / f".{site_dir.name}.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if site_dir.exists():
-        site_dir.rename(old)
-    stage.rename(site_dir)
-    shutil.rmtree(old, ignore_errors=True)
+    atomic.replace_folder(stage, site_dir)
     return site_dir / "index.html"
 
 
@@ -227,7 +222,7 @@ def main(argv=None) -> int:
     except TailoredBenchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    shown = os.path.relpath(index) if index.resolve().is_relative_to(Path.cwd()) else str(index)
+    shown = _shown(index)
     print(f"open {shown}, or serve it: python -m http.server -d {os.path.dirname(shown)}")
     return 0
 

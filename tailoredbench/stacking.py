@@ -37,13 +37,7 @@ STACK_STEP = 0.05
 
 
 def agreement_weights(disagreements: np.ndarray, bandwidth: float) -> np.ndarray:
-    """Each source's weight ``exp(-(d - min d) / bandwidth)`` from ``d``, its disagreements with the target.
-
-    Examples
-    --------
-    >>> np.round(agreement_weights(np.array([0.0, 2.0]), BANDWIDTH * 2), 4).tolist()
-    [1.0, 0.0067]
-    """
+    """Each source's weight ``exp(-(d - min d) / bandwidth)`` from ``d``, its disagreements with the target."""
     return np.exp(-(disagreements - disagreements.min()) / bandwidth)
 
 
@@ -64,13 +58,10 @@ def components(
     results: np.ndarray,
     names: Sequence[str] = ESTIMATES,
 ) -> dict[str, float]:
-    """Single estimates of one target from its probe results (see the module notes).
+    """The single estimates ``names`` (:func:`needed`) of one target from its probe ``results``.
 
-    ``accuracy`` is ``source.mean(axis=1)``; ``native_mean``, ``probe`` and ``results`` are as for
-    :func:`~tailoredbench.tailored.calibrated_estimate`; ``names`` the estimates to compute (:func:`needed`).
+    ``accuracy`` is ``source.mean(axis=1)``; the rest as for :func:`~tailoredbench.tailored.calibrated_estimate`.
 
-    Examples
-    --------
     >>> rng = np.random.default_rng(0)
     >>> source = (rng.random((12, 20)) < 0.5).astype(float)
     >>> probe = Probe([0], [], [5], np.repeat([0, 1], 10))
@@ -111,8 +102,6 @@ def needed(variants: Sequence[str]) -> tuple[str, ...]:
 def combine(parts: Mapping[str, float], variant: str, weights=None) -> float:
     """The ``variant`` estimate from :func:`components`; ``"stacked"`` needs ``weights`` over :data:`COMPONENTS`.
 
-    Examples
-    --------
     >>> parts = {"calibrated": 0.5, "regression": 0.7, "local_regression": 0.6, "neighbours": 0.4, "uncalibrated": 0.3}
     >>> combine(parts, "mix"), round(combine(parts, "stacked", [0.5, 0.5, 0.0, 0.0]), 6)
     (0.6, 0.55)

@@ -88,7 +88,7 @@ def test_reproducible_numerics_pin_openblas_and_numpy_below_avx512_in_the_proces
     for name in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES"):
         monkeypatch.delenv(name, raising=False)
     pins = environment.reproducible_numerics()
-    features = environment._numpy_features()
+    features, _ = environment._numpy_cpu()
     if not (features.get("AVX2") and features.get("FMA3")):
         assert pins == {}
         return

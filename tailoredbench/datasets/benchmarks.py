@@ -1,8 +1,4 @@
-"""The benchmarks of the paper, built from pinned upstream files, and each one's settings.
-
-:data:`SPECS` is the only place a benchmark's settings are written (:class:`BenchmarkSpec`);
-:func:`load_benchmark` returns its source and target models and their provenance.
-"""
+"""The benchmarks of the paper, built from pinned upstream files, and each one's settings (:data:`SPECS`)."""
 
 from __future__ import annotations
 
@@ -34,13 +30,8 @@ class Benchmark:
 
     def summary(self) -> dict:
         """Counts and provenance, ready for ``metrics.json``."""
-        return {
-            "benchmark": self.name,
-            "n_source": self.source.n_models,
-            "n_target": self.target.n_models,
-            "n_items": self.n_items,
-            **self.provenance,
-        }
+        counts = {"n_source": self.source.n_models, "n_target": self.target.n_models, "n_items": self.n_items}
+        return {"benchmark": self.name, **counts, **self.provenance}
 
 
 _GSM8K = "marvelcell/TailoredBench"
@@ -53,9 +44,9 @@ _PSN = "Joe-Hall-Lee/PSN-IRT"
 
 def _gsm8k() -> tuple[ResponseMatrix, ResponseMatrix, dict]:
     """The paper's own split: source and target files."""
+    paths = {role: f"{_GSM8K_DIR}/{role}_model_alldata_acc_0.npy" for role in ("source", "target")}
     parts = {}
-    for role in ("source", "target"):
-        path = f"{_GSM8K_DIR}/{role}_model_alldata_acc_0.npy"
+    for role, path in paths.items():
         values = read_npy(fetch(_GSM8K, path))
         models = tuple(f"gsm8k_{role}_{i:02d}" for i in range(values.shape[0]))
         parts[role] = ResponseMatrix(values, models, source=f"{_GSM8K}/{path}")
@@ -63,7 +54,7 @@ def _gsm8k() -> tuple[ResponseMatrix, ResponseMatrix, dict]:
         "description": "GSM8K test (1319 items), the paper's own 75 source + 75 target models, "
         "split as given (accuracy-stratified, alternating); models are unnamed.",
         "split": "as given",
-        "files": file_records(*[(_GSM8K, f"{_GSM8K_DIR}/{r}_model_alldata_acc_0.npy") for r in ("source", "target")]),
+        "files": file_records(*[(_GSM8K, path) for path in paths.values()]),
     }
     return parts["source"], parts["target"], info
 
@@ -94,9 +85,8 @@ def _atlas(member: str, label: str) -> Callable[[], tuple[ResponseMatrix, dict]]
     def build():
         frame = read_zip_csv(fetch(_ATLAS, _ATLAS_ZIP), member)
         models, items = tuple(frame.index.astype(str)), tuple(int(c) for c in frame.columns)
-        matrix = ResponseMatrix(
-            frame.to_numpy(dtype=np.float64), models, items, source=f"{_ATLAS}/{_ATLAS_ZIP}:{member}"
-        )
+        where = f"{_ATLAS}/{_ATLAS_ZIP}:{member}"
+        matrix = ResponseMatrix(frame.to_numpy(dtype=np.float64), models, items, source=where)
         info = {
             "description": f"{label}: the tinyBenchmarks anchor items only (not the full benchmark), "
             "thousands of Open LLM Leaderboard v1 models, from ATLAS.",
@@ -252,11 +242,8 @@ def benchmark_spec(name: str) -> BenchmarkSpec:
 
 
 def load_benchmark(name: str, max_models: int | None = None, seed: int = 0) -> Benchmark:
-    """Load a benchmark's source and target models: GSM8K split as the paper gives it, the others interleaved.
-
-    ``max_models``: a subsample of at most this many models, seeded by ``seed``, before the split
-    (``None`` keeps all; refused by ``gsm8k``, which comes split).
-    """
+    """A benchmark's source and target models: GSM8K split as the paper gives it, the others interleaved
+    after a subsample of at most ``max_models`` models seeded by ``seed`` (``None``: all)."""
     spec = benchmark_spec(name)
     if max_models is not None:
         max_models = check_integer(max_models, "max_models", 2)

@@ -1,14 +1,9 @@
 """The registry of pinned upstream data files, and hash-checked access to them.
 
-Every data file is named by GitHub repository, commit, path and sha256 in
-``data/registry.tsv``. :func:`fetch` looks for it, in order, in
-
-1. ``$TAILOREDBENCH_DATA/<owner>/<repo>/<path>`` (a mirror laid out like upstream),
-2. the user cache (``$TAILOREDBENCH_CACHE`` or the platform cache folder),
-3. a download of the pinned file into the user cache.
-
-The sha256 is checked wherever the file comes from. A mismatch is an error that
-names the file; there is never a silent fall-back to other data.
+Every data file is named by GitHub repository, commit, path and sha256 in ``data/registry.tsv``.
+:func:`fetch` looks for it in ``$TAILOREDBENCH_DATA/<owner>/<repo>/<path>`` (a mirror laid out like
+upstream), then the user cache, then downloads it there. The sha256 is checked wherever the file comes
+from; a mismatch is an error naming the file, never a silent fall-back to other data.
 """
 
 from __future__ import annotations
@@ -61,25 +56,11 @@ def _registry_text() -> str:
 
 @cache
 def registry() -> dict[str, DataFile]:
-    """All registered files, keyed by ``<owner>/<repo>/<path>``.
-
-    Examples
-    --------
-    >>> entry = registry()["marvelcell/TailoredBench/BenchmarkDatasets/gsm8k/source_model_alldata_acc_0.npy"]
-    >>> entry.commit[:7], entry.bytes
-    ('e33061e', 791528)
-    """
+    """All registered files, keyed by ``<owner>/<repo>/<path>``."""
     lines = [ln for ln in _registry_text().splitlines() if ln and not ln.startswith("#")]
     entries = {}
     for row in csv.DictReader(lines, delimiter="\t"):
-        entry = DataFile(
-            repo=row["repo"],
-            commit=row["commit"],
-            path=row["path"],
-            sha256=row["sha256"],
-            bytes=int(row["bytes"]),
-            licence=row["licence"],
-        )
+        entry = DataFile(row["repo"], row["commit"], row["path"], row["sha256"], int(row["bytes"]), row["licence"])
         entries[entry.relpath] = entry
     return entries
 
@@ -93,22 +74,15 @@ def lookup(repo: str, path: str) -> DataFile:
 
 
 def pin_data_dir() -> None:
-    """Make a relative ``$TAILOREDBENCH_DATA`` absolute, from the folder the command started in.
-
-    Called once where a command starts, so that kernels and workers started elsewhere
-    (papermill runs notebooks in ``notebooks/``) read the same mirror.
-    """
+    """Make a relative ``$TAILOREDBENCH_DATA`` absolute where a command starts, for kernels started elsewhere."""
     mirror = os.environ.get("TAILOREDBENCH_DATA")
     if mirror:
         os.environ["TAILOREDBENCH_DATA"] = str(Path(mirror).resolve())
 
 
 def sha256sum(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 # (path, size, mtime) -> verified; hashing a file once per process is enough.
@@ -131,33 +105,10 @@ def _check(entry: DataFile, path: Path) -> Path:
 
 
 def fetch(repo: str, path: str, *, download: bool = True) -> Path:
-    """Local path of a registered file, hash-checked.
+    """Local path of the registered file ``path`` in GitHub repository ``repo``, its sha256 checked.
 
-    Parameters
-    ----------
-    repo : str
-        GitHub ``owner/name``.
-    path : str
-        Path inside the repository.
-    download : bool, default True
-        Whether to download the pinned file when neither the mirror nor the cache has it.
-
-    Returns
-    -------
-    pathlib.Path
-        A file whose sha256 equals the registry's.
-
-    Raises
-    ------
-    DataError
-        The file is not registered, fails its hash check, or cannot be found or downloaded.
-
-    Examples
-    --------
-    >>> p = fetch("marvelcell/TailoredBench", "BenchmarkDatasets/gsm8k/source_model_alldata_acc_0.npy")
-    >>> p.name
-    'source_model_alldata_acc_0.npy'
-    """
+    ``download``: fetch the pinned file when neither the mirror nor the cache has it. A :class:`DataError`
+    when the file is not registered, fails its hash check, or cannot be found or downloaded."""
     entry = lookup(repo, path)
     mirror = os.environ.get("TAILOREDBENCH_DATA")
     if mirror:

@@ -32,8 +32,6 @@ ORGANISATION = "open-llm-leaderboard-old"
 def details_repo(model: str, organisation: str = ORGANISATION) -> str:
     """The details dataset of a model: ``<organisation>/details_<org>__<name>``.
 
-    Examples
-    --------
     >>> details_repo("01-ai/Yi-34B")
     'open-llm-leaderboard-old/details_01-ai__Yi-34B'
     """
@@ -82,11 +80,10 @@ def build_openllm_matrix(
     loader: Callable | None = None,
     cache: bool = True,
 ) -> ResponseMatrix:
-    """A models x examples matrix of one task from the leaderboard's details datasets.
+    """A models (Hugging Face ids) x examples matrix of one task from the leaderboard's details datasets.
 
-    ``models`` are Hugging Face ids; ``task`` a key of :data:`TASKS`, or any name with ``config`` and
-    ``metric``; ``loader(repo, config, split) -> DataFrame`` by default downloads with ``datasets``;
-    ``cache`` keeps each model's vector under the package cache.
+    ``task``: a key of :data:`TASKS`, or any name with ``config`` and ``metric``; ``loader(repo, config, split)``
+    returns a DataFrame (by default downloaded with ``datasets``).
     """
     if not models:
         raise DataError(f"{task}: no models given")

@@ -1,12 +1,10 @@
 """POPE (MSCOCO) built from raw answer files of public LVLM runs.
 
 POPE (Li et al., *Evaluating Object Hallucination in Large Vision-Language Models*, EMNLP 2023) asks yes/no
-questions about COCO images: 9000 items in three splits. No public models x items matrix exists, so one is
-built from 22 runs mirrored upstream (see the data registry and its ``POPE.md``): items in the order of
-``ustc-hyin/cd_rethink``'s ``coco_pope_<split>.json``, each answer file mapped to items by one of five rules
-(:class:`Run`) and parsed as POPE's ``eval_pope.py`` does, every run checked against the published answered
-counts and accuracies. The matrix is the complete block (the runs that answered all of LLaVA's 8910
-questions), so nothing is imputed; flagged runs are excluded.
+questions about COCO images: 9000 items in three splits. The models x items matrix is built from 22 public
+runs (see the data registry's ``POPE.md``): items in ``ustc-hyin/cd_rethink``'s order, each answer file mapped
+to items by one of five rules (:class:`Run`), parsed as POPE's ``eval_pope.py`` does and checked against the
+published counts and accuracies. It is the complete block (runs that answered all of LLaVA's 8910 questions).
 """
 
 from __future__ import annotations
@@ -181,8 +179,6 @@ RUNS: tuple[Run, ...] = (
 def normalise_question(text: str) -> str:
     """The question as a matching key: first line, prompt suffixes and typos removed.
 
-    Examples
-    --------
     >>> normalise_question("Is there a cat in the imange?\\\\nAnswer the question using a single word or phrase.")
     'Is there a cat in the image?'
     """
@@ -195,8 +191,6 @@ def normalise_question(text: str) -> str:
 def parse_yes_no(answer: str) -> str:
     """POPE's rule: text before the first ".", commas removed, "no" if a token is No/no/not.
 
-    Examples
-    --------
     >>> parse_yes_no("No, there is no cat."), parse_yes_no("Yes"), parse_yes_no("There is not.")
     ('no', 'yes', 'no')
     """
@@ -243,15 +237,12 @@ def canonical_items() -> Items:
 
 
 def _question_key(question: dict) -> tuple:
-    """The item key of a LLaVA-style question record (``category``, ``image``, ``text``)."""
+    """The item key of a LLaVA-style question record."""
     return (question["category"], question["image"], normalise_question(question["text"]))
 
 
 def _map_run(run: Run, items: Items, question_files: dict) -> np.ndarray:
-    """The run's parsed answers (1 yes, 0 no) per canonical item, NaN where unanswered.
-
-    ``question_files`` caches parsed LLaVA question files across runs (seven runs share one).
-    """
+    """The run's parsed answers (1 yes, 0 no) per item, NaN where unanswered; ``question_files`` caches across runs."""
     answers = np.full(N_ITEMS, np.nan)
 
     def put(index, record, where):
@@ -293,14 +284,11 @@ def _map_run(run: Run, items: Items, question_files: dict) -> np.ndarray:
                     segment += 1
                 previous = record["question_id"]
                 put(items.keys[_question_key(by_split[(order[segment], record["question_id"])])], record, where)
-        else:  # pragma: no cover - the table above holds only these mappings
-            raise DataError(f"unknown POPE mapping {run.mapping!r}")
     return answers
 
 
 def run_correctness(runs=RUNS) -> tuple[np.ndarray, Items]:
-    """Correctness (1, 0, NaN unanswered) of every run on the 9000 items; a :class:`DataError` if a run's
-    answered count or accuracy differs from the published table."""
+    """Correctness (1, 0, NaN unanswered) of every run on the 9000 items, each checked against :data:`RUNS`."""
     items = canonical_items()
     question_files: dict = {}
     rows = []
