@@ -89,6 +89,8 @@ class PseudoTargets:
 def model_folds(n_models: int, folds: int, repeats: int, seed: int, stream: int = rng.INTERVAL_FOLDS):
     """Yield ``(index, kept, held_out)``: ``repeats`` seeded splits of the models into ``folds``.
 
+    Examples
+    --------
     >>> [(i, len(k), len(h)) for i, k, h in model_folds(5, 2, 1, seed=0)]
     [(0, 2, 3), (1, 3, 2)]
     """
@@ -102,6 +104,8 @@ def folds_by_kept(n_models: int, folds: int, repeats: int, seed: int, stream: in
     """:func:`model_folds` grouped by the models they keep, ``[(kept, [(index, held_out), ...]), ...]``, so that
     work on the kept models is done once per group; :func:`in_fold_order` puts the results back in fold order.
 
+    Examples
+    --------
     >>> [(len(kept), [i for i, _ in held]) for kept, held in folds_by_kept(3, 3, 2, seed=0)]
     [(2, [0, 3]), (2, [1, 4]), (2, [2, 5])]
     """
@@ -140,6 +144,8 @@ def conformal_halfwidth(errors: np.ndarray, level: float = LEVEL) -> float:
 def interval(estimate, halfwidth) -> tuple[np.ndarray, np.ndarray]:
     """``(low, high)``: ``estimate -/+ halfwidth`` (one per estimate, or one for all) clipped to [0, 1].
 
+    Examples
+    --------
     >>> low, high = interval(np.array([0.5, 0.98]), 0.05)
     >>> np.round(low, 2).tolist(), np.round(high, 2).tolist()
     ([0.45, 0.93], [0.55, 1.0])

@@ -29,6 +29,8 @@ def column_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def standardize(X: np.ndarray) -> np.ndarray:
     """Z-score each column (population std; a constant column scales by 1).
 
+    Examples
+    --------
     >>> standardize(np.array([[0.0, 1.0], [1.0, 1.0]])).tolist()
     [[-1.0, 0.0], [1.0, 0.0]]
     """

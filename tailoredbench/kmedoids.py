@@ -60,6 +60,8 @@ def k_medoids(
     scored since the last swap. ``labels[i]`` is the position of point ``i``'s nearest medoid, the
     earlier on ties, so fixed medoids win ties.
 
+    Examples
+    --------
     >>> X = np.array([0.0, 1.0, 2.0, 10.0, 11.0, 12.0])
     >>> D = np.abs(X[:, None] - X[None, :])
     >>> result = k_medoids(D, 2, random_state=0)
@@ -234,6 +236,8 @@ def k_medoids_binary(
     Rousseeuw, *Finding Groups in Data*, ch. 3, Wiley, 1990): ``draws`` (default :data:`DRAWS`) times,
     FasterPAM on ``sample`` random patterns (the fixed ones among them); the medoids of lowest full cost win.
 
+    Examples
+    --------
     >>> X = np.array([[0, 0], [0, 0], [1, 1], [1, 1], [1, 0]], dtype=float)
     >>> result = k_medoids_binary(binary_points(X), 2, fixed=[0], random_state=0)
     >>> result.medoids[0], sorted(set(result.labels.tolist()))
@@ -325,6 +329,8 @@ def known_labels(points: BinaryPoints, medoid_sets, digests) -> list[np.ndarray]
 def identical_rows(D: np.ndarray) -> np.ndarray:
     """Each row's first row with the same bits: the ``same_row`` of :func:`k_medoids`.
 
+    Examples
+    --------
     >>> identical_rows(np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])).tolist()
     [0, 1, 0]
     """

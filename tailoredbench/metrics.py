@@ -98,6 +98,8 @@ def summarize(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
 def within_noise(a: float, a_se: float, b: float, b_se: float, k: float = 2.0) -> bool:
     """Whether two means differ by no more than ``k`` standard errors of their difference: a tie, not a verdict.
 
+    Examples
+    --------
     >>> within_noise(0.0609, 0.0010, 0.0609, 0.0012), within_noise(0.040, 0.001, 0.050, 0.001)
     (True, False)
     """

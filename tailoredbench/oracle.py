@@ -13,6 +13,8 @@ from .errors import TailoredBenchError
 class Oracle:
     """Reveals target results (``values``, targets x items) item by item, refusing more than ``budget`` of one.
 
+    Examples
+    --------
     >>> oracle = Oracle(np.array([[1, 0, 1], [0, 0, 1]]), budget=2)
     >>> oracle.ask([0, 2]).tolist()
     [[1.0, 1.0], [0.0, 1.0]]

@@ -44,6 +44,8 @@ def as_key(random_state) -> tuple[int, ...]:
     """The integer key behind a ``random_state``: an int ``s`` is ``(s, 0)`` (run 0 of seed ``s``), a sequence of
     ints itself, a Generator one draw, ``None`` fresh entropy.
 
+    Examples
+    --------
     >>> as_key(3), as_key([3, 7])
     ((3, 0), (3, 7))
     >>> len(as_key(None)), len(as_key(np.random.default_rng(0)))

@@ -62,6 +62,8 @@ def components(
 
     ``accuracy`` is ``source.mean(axis=1)``; the rest as for :func:`~tailoredbench.tailored.calibrated_estimate`.
 
+    Examples
+    --------
     >>> rng = np.random.default_rng(0)
     >>> source = (rng.random((12, 20)) < 0.5).astype(float)
     >>> probe = Probe([0], [], [5], np.repeat([0, 1], 10))
@@ -102,6 +104,8 @@ def needed(variants: Sequence[str]) -> tuple[str, ...]:
 def combine(parts: Mapping[str, float], variant: str, weights=None) -> float:
     """The ``variant`` estimate from :func:`components`; ``"stacked"`` needs ``weights`` over :data:`COMPONENTS`.
 
+    Examples
+    --------
     >>> parts = {"calibrated": 0.5, "regression": 0.7, "local_regression": 0.6, "neighbours": 0.4, "uncalibrated": 0.3}
     >>> combine(parts, "mix"), round(combine(parts, "stacked", [0.5, 0.5, 0.0, 0.0]), 6)
     (0.6, 0.55)

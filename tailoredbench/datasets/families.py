@@ -30,6 +30,8 @@ FAMILIES = (
 def model_family(name: str) -> str:
     """The family of a model name, or ``"other"``.
 
+    Examples
+    --------
     >>> model_family("01-ai/Yi-1.5-34B"), model_family("Qwen/Qwen2-7B"), model_family("gpt2")
     ('Yi', 'Qwen', 'GPT-2/Neo/J')
     """

@@ -32,6 +32,8 @@ ORGANISATION = "open-llm-leaderboard-old"
 def details_repo(model: str, organisation: str = ORGANISATION) -> str:
     """The details dataset of a model: ``<organisation>/details_<org>__<name>``.
 
+    Examples
+    --------
     >>> details_repo("01-ai/Yi-34B")
     'open-llm-leaderboard-old/details_01-ai__Yi-34B'
     """

@@ -179,6 +179,8 @@ RUNS: tuple[Run, ...] = (
 def normalise_question(text: str) -> str:
     """The question as a matching key: first line, prompt suffixes and typos removed.
 
+    Examples
+    --------
     >>> normalise_question("Is there a cat in the imange?\\\\nAnswer the question using a single word or phrase.")
     'Is there a cat in the image?'
     """
@@ -191,6 +193,8 @@ def normalise_question(text: str) -> str:
 def parse_yes_no(answer: str) -> str:
     """POPE's rule: text before the first ".", commas removed, "no" if a token is No/no/not.
 
+    Examples
+    --------
     >>> parse_yes_no("No, there is no cat."), parse_yes_no("Yes"), parse_yes_no("There is not.")
     ('no', 'yes', 'no')
     """

@@ -16,6 +16,8 @@ from .matrix import ResponseMatrix, split_models
 def synthetic_2pl(n_models: int, n_items: int, seed: int = 0) -> Benchmark:
     """A SYNTHETIC benchmark of ``n_models`` models (half sources, half targets) by ``n_items`` items.
 
+    Examples
+    --------
     >>> bench = synthetic_2pl(20, 50)
     >>> bench.source.shape, bench.target.shape, bench.provenance["synthetic"]
     ((10, 50), (10, 50), True)

@@ -19,6 +19,8 @@ from .base import Method, each_run
 def item_correlation(source: np.ndarray) -> np.ndarray:
     """Pearson correlation between items across source models; a constant item's is 0, or 1 with its like.
 
+    Examples
+    --------
     >>> np.round(item_correlation(np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])), 6).tolist()
     [[1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0]]
     """
@@ -47,6 +49,8 @@ def _normalise(corr, safe, constant, first):
 def anchor_weights(corr: np.ndarray, medoids: np.ndarray, source: np.ndarray) -> np.ndarray:
     """Share of items that join each medoid: the one they correlate with most (first on ties).
 
+    Examples
+    --------
     >>> source = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 1.0, 1.0], [0.0, 1.0, 1.0, 0.0]])
     >>> # item 2, solved by every source, joins item 1 (solved by 2 of 3 sources), not item 0 (1 of 3)
     >>> anchor_weights(item_correlation(source), np.array([0, 1]), source).tolist()
