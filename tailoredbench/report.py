@@ -61,10 +61,14 @@ def se_decimals(ses, least: int = 3, most: int = 4) -> int:
 def cell(mean: float, se: float, decimals: int, bold: bool = False, style: str = "markdown") -> str:
     """``mean ± se``, the mean in bold if asked (``markdown`` or ``latex``)."""
     value = f"{mean:.{decimals}f}"
+    bound = 0.5 * 10**-decimals
+    # "± 0.0000" hides whether there is an error: none is "± 0", one that rounds to zero shows its bound
+    below = "$<$ " if style == "latex" else "<\u00a0"
+    error = "0" if se <= NO_ERROR else f"{below}{bound:.{decimals + 1}f}" if se < bound else f"{se:.{decimals}f}"
     if style == "latex":
-        return (rf"\textbf{{{value}}}" if bold else value) + rf" $\pm$ {se:.{decimals}f}"
+        return (rf"\textbf{{{value}}}" if bold else value) + rf" $\pm$ {error}"
     # a no-break space: a narrow column wraps "mean ± se" before the "±", never after it
-    return (f"**{value}**" if bold else value) + f" ±\u00a0{se:.{decimals}f}"
+    return (f"**{value}**" if bold else value) + f" ±\u00a0{error}"
 
 
 def leaders(summary: pd.DataFrame, metric: str = "mae", keys=("budget",)) -> pd.Series:
@@ -406,11 +410,24 @@ def _paper_gap(ours: float, se: float, paper: float, what: str) -> str:
             "within the paper's rounding" if abs(gap) <= PAPER_ROUNDING else "more than the paper's rounding explains"
         )
         return f"{said}, and ours is the same in every run: {verdict}"
+    if rounding_explains(gap, se):
+        return f"{said}: within the paper's rounding (±{PAPER_ROUNDING}), which is larger than our noise"
     count = abs(gap / se)
     count_said = f"{count:.1f}" if count < 10 else f"{count:.0f}" if count < 100 else "over 100"
     verdict = "within" if abs(gap) <= 2 * se + PAPER_ROUNDING else "more than"
     explain = " explain" * (verdict == "more than")
     return f"{said}, {count_said} of our standard errors: {verdict} our noise and the paper's rounding{explain}"
+
+
+def rounding_explains(gap: float, se: float) -> bool:
+    """Whether a gap to the paper is beyond two of our standard errors but within them plus the paper's rounding.
+
+    Examples
+    --------
+    >>> rounding_explains(0.0007, 0.0001), rounding_explains(0.0001, 0.0001), rounding_explains(0.002, 0.0001)
+    (True, False, False)
+    """
+    return 2 * se < abs(gap) <= 2 * se + PAPER_ROUNDING
 
 
 def takeaway(summary: pd.DataFrame, paper_mae_at_30=None, method: str = TAILORED) -> str:
@@ -624,6 +641,8 @@ def comparison_table(comparison: pd.DataFrame) -> pd.DataFrame:
         theirs = Match(30, "mae", TAILORED, r["paper_tailoredbench"], 0.0, "", r["paper_best_baseline"], 0.0)
         count = abs(r["gap_in_se"])
         gap = "" if np.isnan(count) else f" ({count:.1f} s.e.)" if count < 10 else f" ({count:.0f} s.e.)"
+        if rounding_explains(r["gap_to_paper"], r["our_tailoredbench_se"]):
+            gap = f" (within the paper's ±{PAPER_ROUNDING} rounding)"
         rows.append(
             {
                 "benchmark": r["benchmark"],
@@ -653,7 +672,17 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
     groups = {o: [b for b, m in mae.items() if m.outcome == o] for o in ("win", "tie", "loss")}
     parts = []
     if groups["win"]:
-        parts.append("has a lower MAE than every baseline on " + _listed(title(b) for b in groups["win"]))
+        wins = []
+        for b in groups["win"]:
+            part = table[table["benchmark"] == b]
+            every = [m for m in (match(part, int(x)) for x in sorted(part["budget"].unique())) if m is not None]
+            if all(m.outcome == "win" for m in every):
+                wins.append(f"{title(b)} (at all {len(every)} budgets)")
+            elif sum(m.outcome == "win" for m in every) == 1:
+                wins.append(f"{title(b)} (at {budget} items only: over its budgets it {_tally(every)})")
+            else:
+                wins.append(f"{title(b)} (not at every budget: it {_tally(every)})")
+        parts.append("has a lower MAE than every baseline on " + _listed(wins))
     if groups["tie"]:
         parts.append("ties the best baseline on " + _listed(title(b) for b in groups["tie"]))
     if groups["loss"]:
@@ -755,10 +784,7 @@ def provenance(record: Mapping) -> pd.DataFrame:
     bench, parameters = record["benchmark"], record["parameters"]
     seconds = record.get("seconds_per_run", {})
     rows = [
-        *(
-            ("data file", f"`{f['repo']}@{f['commit'][:7]}/{f['path']}` (sha256 {f['sha256'][:12]}…, checked)")
-            for f in bench.get("files", [])
-        ),
+        *_file_rows(bench.get("files", [])),
         ("models and items", f"{bench['n_source']} source, {bench['n_target']} target, {bench['n_items']} items"),
         ("runs, seed, workers", f"{parameters['runs']}, {parameters['seed']}, {parameters['n_jobs']}"),
         (
@@ -770,6 +796,18 @@ def provenance(record: Mapping) -> pd.DataFrame:
         ("computed with", ", ".join(f"{k} {v}" for k, v in record["environment"].items())),
     ]
     return pd.DataFrame(rows, columns=["what", "value"])
+
+
+def _file_rows(files) -> list[tuple[str, str]]:
+    """One row per data folder (repository, commit and path), then one per file in it: no cell too wide to wrap."""
+    rows, folder = [], None
+    for f in files:
+        where, _, name = f"{f['repo']}@{f['commit'][:7]}/{f['path']}".rpartition("/")
+        if where != folder:
+            rows.append(("data folder", f"`{where}/`"))
+            folder = where
+        rows.append(("data file", f"`{name}` (sha256 {f['sha256'][:12]}…, checked)"))
+    return rows
 
 
 def write_study(directory, tables: Mapping[str, pd.DataFrame], *, parameters: dict, findings: Sequence[str], **extra):
