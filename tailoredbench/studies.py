@@ -355,7 +355,8 @@ def readable(table: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:
 
     Examples
     --------
-    >>> readable(pd.DataFrame({"arm": ["a"], "mae": [0.04123], "mae_se": [0.00081], "paper_mae": [0.027]})).iloc[0].tolist()
+    >>> table = pd.DataFrame({"arm": ["a"], "mae": [0.04123], "mae_se": [0.00081], "paper_mae": [0.027]})
+    >>> readable(table).iloc[0].tolist()
     ['a', '0.0412 ±\xa00.0008', '0.027']
     """
     out = pd.DataFrame(index=table.index)
@@ -623,7 +624,7 @@ def ratio_se(a: float, a_se: float, b: float, b_se: float) -> float:
 
 
 def coverage_verdict(coverage: float, se: float, goal=None) -> str:
-    """``inside`` the goal (85-95%), ``consistent`` with it (outside, but within two standard errors), or ``below``/``above``.
+    """``inside`` the goal (85-95%), ``consistent`` with it (outside, within two standard errors), ``below``, ``above``.
 
     Examples
     --------
@@ -651,8 +652,9 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
     ``spread``, if given, adds the ``coverage_se`` of :func:`coverage_by_target`
     (with a ``benchmark`` column). ``meets_mae`` checks the ratio target (<= 0.9 on
     GSM8K and ARC, <= 1 elsewhere) and a tau not lower; ``meets_coverage`` the 85-95%
-    range, within two of ``coverage_se`` (:func:`coverage_verdict`). ``mae_ratio_se``: :func:`ratio_se`. ``mae_se`` is the mean over budgets of each budget's standard error: the budgets share
-    their runs, so the errors of their MAEs go together, and this bound does not assume otherwise.
+    range within two of ``coverage_se`` (:func:`coverage_verdict`); ``mae_ratio_se`` is
+    :func:`ratio_se`. ``mae_se`` is the mean over budgets of each budget's standard error: the budgets
+    share their runs, so the errors of their MAEs go together, and this bound does not assume otherwise.
     """
     faithful = _plus("calibrated")
     means = ["mae", "mae_se", "kendall_tau", "kendall_tau_se", "coverage", "width"]

@@ -140,7 +140,13 @@ def test_a_benchmark_giving_more_than_the_whole_gap_names_those_leaning_the_othe
         "winogrande": (0.0229, 0.0247),
         "pope": (0.0443, 0.0609),
     }
-    table = _arms([(b, 100, arm, v, 0.01) for b, pair in rows.items() for arm, v in zip(("cosine", "manhattan"), pair)])
+    table = _arms(
+        [
+            (b, 100, arm, v, 0.01)
+            for b, pair in rows.items()
+            for arm, v in zip(("cosine", "manhattan"), pair, strict=True)
+        ]
+    )
     sentence = studies.mean_verdict(table)
     assert "pope gives 133% of that gap, as hellaswag and gsm8k lean the other way" in sentence
     assert "the others lean" not in sentence
