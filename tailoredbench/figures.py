@@ -349,48 +349,6 @@ def item_map(source: np.ndarray) -> np.ndarray:
     return U[:, :2] * S[:2]
 
 
-def plot_probe(source: np.ndarray, g_items, n_items=(), labels=None, path=None, *, native=None, highlight: int = 3):
-    """The items in two dimensions with the probe on them; given ``labels``, the ``highlight`` largest clusters.
-
-    The items are embedded by every source's results (the G-set's space), or given ``native`` (row
-    indices) by the native sources' alone (the N-set's). Few clusters get a colour: thirty cannot be told apart.
-    """
-    fig, ax = _axes(width=WIDTH * 0.8, height=4.8)
-    source = np.asarray(source, dtype=float)
-    models = source if native is None else source[np.asarray(native, dtype=int)]
-    xy = item_map(models)
-    g_items, n_items = np.asarray(g_items, dtype=int), np.asarray(n_items, dtype=int).reshape(-1)
-    probe = np.concatenate([g_items, n_items])
-    ax.scatter(xy[:, 0], xy[:, 1], c="#C8C8C8", s=7, label="item")
-    if labels is not None:
-        labels = np.asarray(labels, dtype=int)
-        sizes = np.bincount(labels, minlength=len(probe))
-        for colour, cluster in zip(GROUP_COLOURS, np.argsort(-sizes, kind="stable")[:highlight], strict=False):
-            mine = labels == cluster
-            kind = "G-set" if cluster < len(g_items) else "N-set"
-            ax.scatter(
-                *xy[mine].T, c=colour, s=10, label=f"cluster of {kind} item {probe[cluster]} ({mine.sum()} items)"
-            )
-            ax.scatter(*xy[probe[cluster]], marker="o", s=260, facecolors="none", edgecolors=colour, lw=2, zorder=4)
-    ax.scatter(*xy[g_items].T, marker="*", s=170, c="black", edgecolors="white", lw=0.5, zorder=5, label="G-set item")
-    if len(n_items):
-        ax.scatter(
-            *xy[n_items].T, marker="D", s=45, c="white", edgecolors="black", lw=1.2, zorder=5, label="N-set item"
-        )
-    whose = "all source models'" if native is None else "the native sources'"
-    ax.set(xlabel=f"item PC 1: items by {whose} results", ylabel="item PC 2")
-    if labels is None:
-        ax.set_title(f"The G-set: {len(g_items)} medoids of the items, chosen in this space")
-    else:
-        formed = "this space" if native is not None else "the native sources' space, not this one"
-        ax.set_title(
-            f"{len(probe)} probe items; the {highlight} largest clusters coloured (formed in {formed})", fontsize=11
-        )
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    _save(fig, path)
-    return fig
-
-
 def plot_native_sources(g_source, g_result, native, distance: str = "manhattan", path=None):
     """Every source model's distance to the target on the G-set, nearest first, the native sources marked."""
     to_sources, threshold = g_set_distances(g_source, g_result, distance=distance)
@@ -710,8 +668,6 @@ def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title
 
 #: The two estimates the walkthrough compares: TailoredBench's colour, and grey for the plain mean.
 WALKTHROUGH_COLOURS = {"calibrated estimate": METHOD_COLOURS["tailoredbench"], "plain mean of the probe": NEUTRAL}
-#: Colours of the clusters a cluster map shows: the palette without black, which marks the G-set.
-CLUSTER_COLOURS = tuple(colour for name, colour in OKABE_ITO.items() if name != "black")
 
 
 def plot_pipeline(path=None):
@@ -770,7 +726,7 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3
     labels = np.asarray(labels)
     medoids = np.concatenate([np.asarray(g_items, dtype=int), np.asarray(n_items, dtype=int)])
     sizes = np.bincount(labels, minlength=len(medoids))
-    shown = np.argsort(-sizes, kind="stable")[: min(groups, len(CLUSTER_COLOURS))]
+    shown = np.argsort(-sizes, kind="stable")[: min(groups, len(GROUP_COLOURS))]
     # items with one answer pattern share a point: draw each point once, its area the items on it
     points, first, count = np.unique(np.round(xy, 9), axis=0, return_index=True, return_counts=True)
     coloured = np.isin(labels[first], shown)
@@ -781,7 +737,7 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3
     for ax, scale in ((axes[0], 1.0), (axes[1], 2.5)):
         area = scale * 10 * np.sqrt(count)
         ax.scatter(*points[~coloured].T, s=area[~coloured], c="lightgrey", alpha=0.7, label="items of other clusters")
-        for colour, cluster in zip(CLUSTER_COLOURS, shown, strict=False):
+        for colour, cluster in zip(GROUP_COLOURS, shown, strict=False):
             mine = labels[first] == cluster
             label = f"cluster of {sizes[cluster]} items"
             ax.scatter(*points[mine].T, s=area[mine], color=colour, alpha=0.75, label=label)

@@ -152,17 +152,6 @@ def test_the_family_heatmap_has_the_same_families_on_both_axes(tmp_path):
     assert [t.get_text() for t in ax.texts][:3] == ["60", "20", "20"]
 
 
-def test_the_probe_picture_colours_few_clusters(tmp_path, rng):
-    source = (rng.random((12, 80)) < 0.5).astype(float)
-    labels = rng.integers(0, 10, 80)
-    fig = figures.plot_probe(source, [0, 1, 2], [3, 4, 5, 6, 7, 8, 9], labels=labels, path=tmp_path / "probe.png")
-    ax = fig.axes[0]
-    clusters = [c for c in ax.collections if c.get_label().startswith("cluster of")]
-    assert len(clusters) == 3
-    assert "native sources' space" in ax.get_title()
-    figures.plot_probe(source, [0, 1, 2], [3, 4], labels=labels % 5, native=[0, 3, 5, 7], path=tmp_path / "native.png")
-
-
 def test_figures_are_notebook_wide(tmp_path):
     summary = summary_of(["a"], ["tailoredbench", "random"]).drop(columns="benchmark")
     fig = figures.plot_budget_curves(summary, tmp_path / "curves.png")
