@@ -442,14 +442,6 @@ def _as_number(value):
         return value
 
 
-def best_arm(averaged: pd.DataFrame, key: str = "arm") -> tuple[str, str]:
-    """The arm with the lowest MAE and the arm with the highest tau."""
-    return (
-        str(averaged.loc[averaged["mae"].idxmin(), key]),
-        str(averaged.loc[averaged["kendall_tau"].idxmax(), key]),
-    )
-
-
 # ---------------------------------------------------------------------------
 # Native-source studies
 
@@ -935,10 +927,10 @@ def reach(share: float, goal: float = sequential.GOAL_SHARE) -> str:
 
     Examples
     --------
-    >>> reach(0.19), reach(0.896), reach(0.8996)
-    ('19%', '89.6%', '89.9%')
+    >>> reach(0.19), reach(0.896), reach(0.8996), reach(1.0)
+    ('19%', '89.6%', '89.9%', '100%')
     """
-    if round(share, 2) < goal:
+    if share >= goal or round(share, 2) < goal:
         return f"{share:.0%}"
     return f"{np.floor(share * 1000) / 10:.1f}%"
 
