@@ -411,7 +411,7 @@ def _paper_gap(ours: float, se: float, paper: float, what: str) -> str:
         )
         return f"{said}, and ours is the same in every run: {verdict}"
     if rounding_explains(gap, se):
-        return f"{said}: within the paper's rounding (±{PAPER_ROUNDING}), which is larger than our noise"
+        return f"{said}: within our noise and the paper's rounding, the rounding (±{PAPER_ROUNDING}) the larger part"
     count = abs(gap / se)
     count_said = f"{count:.1f}" if count < 10 else f"{count:.0f}" if count < 100 else "over 100"
     verdict = "within" if abs(gap) <= 2 * se + PAPER_ROUNDING else "more than"
@@ -642,7 +642,7 @@ def comparison_table(comparison: pd.DataFrame) -> pd.DataFrame:
         count = abs(r["gap_in_se"])
         gap = "" if np.isnan(count) else f" ({count:.1f} s.e.)" if count < 10 else f" ({count:.0f} s.e.)"
         if rounding_explains(r["gap_to_paper"], r["our_tailoredbench_se"]):
-            gap = f" (within the paper's ±{PAPER_ROUNDING} rounding)"
+            gap = f" (within the paper's ±{PAPER_ROUNDING} rounding + 2 s.e.)"
         rows.append(
             {
                 "benchmark": r["benchmark"],
@@ -679,7 +679,7 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
             if all(m.outcome == "win" for m in every):
                 wins.append(f"{title(b)} (at all {len(every)} budgets)")
             elif sum(m.outcome == "win" for m in every) == 1:
-                wins.append(f"{title(b)} (at {budget} items only: over its budgets it {_tally(every)})")
+                wins.append(f"{title(b)} (at {budget} items only: it {_tally(every)})")
             else:
                 wins.append(f"{title(b)} (not at every budget: it {_tally(every)})")
         parts.append("has a lower MAE than every baseline on " + _listed(wins))

@@ -169,18 +169,21 @@ def test_the_main_takeaway_says_at_which_budgets_a_win_holds():
     table = pd.concat([summary(WIN).assign(benchmark="gsm8k"), only_at_30.assign(benchmark="hellaswag")])
     first = sentences(report.main_takeaway(table, 30))[0]
     assert "GSM8K (at all 3 budgets)" in first
-    assert "HellaSwag (at 30 items only: over its budgets it beats every baseline at 1 and trails" in first
+    assert "HellaSwag (at 30 items only: it beats every baseline at 1 and trails" in first
 
 
 def test_a_gap_the_papers_rounding_explains_is_not_counted_in_standard_errors():
     # Winogrande: 0.0247 ± 0.0001 against the paper's 0.024 is 7 s.e., but within the paper's rounding
     near = summary({**WIN, "tailoredbench": 0.0247}, se=0.0001)
     text = plain(report.takeaway(near, (0.038, 0.024)))
-    assert "0.0007 above its figure: within the paper's rounding (±0.0005), which is larger than our noise" in text
+    assert (
+        "0.0007 above its figure: within our noise and the paper's rounding, the rounding (±0.0005) the larger part"
+        in text
+    )
     assert "s.e." not in text and "of our standard errors" not in text
     table = near.assign(benchmark="winogrande")
     shown = report.comparison_table(report.paper_comparison(table, {"winogrande": (0.038, 0.024)}))
-    assert shown["ours − paper's"].iloc[0] == "+0.0007 (within the paper's ±0.0005 rounding)"
+    assert shown["ours − paper's"].iloc[0] == "+0.0007 (within the paper's ±0.0005 rounding + 2 s.e.)"
 
 
 def test_a_standard_error_that_rounds_to_zero_shows_its_bound():

@@ -348,6 +348,7 @@ def test_coverage_is_judged_against_the_goal_with_its_standard_error():
     spread = summary[["benchmark", "method"]].assign(coverage_se=[0.013, 0.014, 0.010])
     table = studies.beyond_table(summary, "stacked", spread).set_index("method")
     assert table["meets_coverage"].tolist() == [True, True, False]
+    assert table.loc["tailored_plus[calibrated]", "mae_ratio_se"] == 0  # the reference's ratio to itself is exact
     assert table.loc["tailored_plus[stacked]", "mae_ratio_se"] == pytest.approx(
         0.0281 / 0.0315 * np.hypot(0.0002 / 0.0281, 0.0003 / 0.0315)
     )
