@@ -184,8 +184,8 @@ def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
     >>> verdicts = pd.DataFrame({"benchmark": ["x", "y", "z"], "best": ["a", "a", "b"], "tied": ["", "b", "a"],
     ...                          "clear": [True, False, False]})
     >>> print(best_by_benchmark(verdicts, "arm {}"))  # doctest: +NORMALIZE_WHITESPACE
-    Lowest MAE clear of the other arms by two standard errors: arm a for x; a tie within noise between arm a and
-    arm b for y and z.
+    Lowest MAE per benchmark: arm a for x, clear of the other arms by two standard errors; a tie within noise
+    between arm a and arm b for y and z.
     """
     if len(verdicts) == 1:
         row = verdicts.iloc[0]
@@ -207,13 +207,13 @@ def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
     parts = []
     if clear:
         where = ", ".join(f"{label.format(arm)} for {_names(names)}" for arm, names in clear.items())
-        parts.append(f"clear of the other arms by two standard errors: {where}")
+        parts.append(f"{where}, clear of the other arms by two standard errors")
     if ties:
         where = "; between ".join(
             f"{_names(label.format(a) for a in arms)} for {_names(names)}" for arms, names in ties.items()
         )
         parts.append(f"a tie within noise between {where}")
-    return "Lowest MAE " + "; ".join(parts) + "."
+    return "Lowest MAE per benchmark: " + "; ".join(parts) + "."
 
 
 def gap_shares(table: pd.DataFrame, a: str, b: str, key: str = "arm") -> pd.DataFrame:
