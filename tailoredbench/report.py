@@ -800,13 +800,14 @@ def provenance(record: Mapping) -> pd.DataFrame:
 
 def _file_rows(files) -> list[tuple[str, str]]:
     """One row per data folder (repository, commit and path), then one per file in it: no cell too wide to wrap."""
-    rows, folder = [], None
+    folders: dict[str, dict[str, str]] = {}
     for f in files:
         where, _, name = f"{f['repo']}@{f['commit'][:7]}/{f['path']}".rpartition("/")
-        if where != folder:
-            rows.append(("data folder", f"`{where}/`"))
-            folder = where
-        rows.append(("data file", f"`{name}` (sha256 {f['sha256'][:12]}…, checked)"))
+        folders.setdefault(where, {})[name] = f["sha256"][:12]
+    rows = []
+    for where, named in folders.items():
+        rows.append(("data folder", f"`{where}/`"))
+        rows += [("data file", f"`{name}` (sha256 {sha}…, checked)") for name, sha in named.items()]
     return rows
 
 
