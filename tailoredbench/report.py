@@ -799,10 +799,14 @@ def provenance(record: Mapping) -> pd.DataFrame:
 
 
 def _file_rows(files) -> list[tuple[str, str]]:
-    """One row per data folder (repository, commit and path), then one per file in it: no cell too wide to wrap."""
+    """One row per data folder (repository, commit and path), then one per file in it: no cell too wide to wrap.
+
+    A folder name over 40 characters is shortened in the middle (``metrics.json`` keeps every path whole).
+    """
     folders: dict[str, dict[str, str]] = {}
     for f in files:
         where, _, name = f"{f['repo']}@{f['commit'][:7]}/{f['path']}".rpartition("/")
+        where = "/".join(part if len(part) <= 40 else f"{part[:24]}…{part[-16:]}" for part in where.split("/"))
         folders.setdefault(where, {})[name] = f["sha256"][:12]
     rows = []
     for where, named in folders.items():

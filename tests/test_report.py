@@ -198,6 +198,8 @@ def test_the_provenance_keeps_each_cell_short_enough_to_wrap():
         {"repo": "owner/data", "commit": "6d394c9abc", "path": f"a/b/c/answers/{n}.jsonl", "sha256": "f" * 64}
         for n in ("llava-v1.5-13b", "llava-v1.5-7b")
     ]
+    long = "llava_loraft_dpo_our_ocrlv8kfilter4k_diffu800_textvqa8kfilter6k_diffu800_r1024_a2048"
+    files.append({"repo": "o/seva", "commit": "a369420", "path": f"pope_result/{long}/pope.jsonl", "sha256": "0" * 64})
     record = {
         "benchmark": {"files": files, "n_source": 5, "n_target": 5, "n_items": 10},
         "parameters": {"runs": 1, "seed": 0, "n_jobs": 1},
@@ -211,3 +213,4 @@ def test_the_provenance_keeps_each_cell_short_enough_to_wrap():
         "`llava-v1.5-13b.jsonl` (sha256 ffffffffffff…, checked)",
         "`llava-v1.5-7b.jsonl` (sha256 ffffffffffff…, checked)",
     ]
+    assert rows["value"][3] == "`o/seva@a369420/pope_result/llava_loraft_dpo_our_ocr…u800_r1024_a2048/`"
