@@ -714,7 +714,7 @@ def plot_pipeline(path=None):
 
 
 def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3, path=None, title: str = ""):
-    """Items in the space their clusters were formed in, whole (left) and the crowded corner enlarged (right).
+    """Items in the space their clusters were formed in, whole (left) and where the coloured ones lie (right).
 
     The principal components of the items embedded by ``embedded_by``'s rows (z-scored), one marker per
     answer pattern (area: its items); the ``groups`` largest clusters in colour, each medoid ringed in its
@@ -730,7 +730,7 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3
     # items with one answer pattern share a point: draw each point once, its area the items on it
     points, first, count = np.unique(np.round(xy, 9), axis=0, return_index=True, return_counts=True)
     coloured = np.isin(labels[first], shown)
-    # the enlarged corner: where the coloured clusters' points lie, a little margin around them
+    # the enlarged region: where the coloured clusters' points lie, a little margin around them
     low, high = np.percentile(points[coloured], [2, 98], axis=0) if coloured.any() else (xy.min(0), xy.max(0))
     pad = 0.08 * (high - low) + 0.1
     low, high = low - pad, high + pad
@@ -749,7 +749,7 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3
             ax.scatter(*n_xy, marker="D", s=28 * scale, c="white", edgecolors="black", label="N-set item")
         ax.set(xlabel="item PC 1", ylabel="item PC 2")
     axes[1].set(xlim=(low[0], high[0]), ylim=(low[1], high[1]))
-    axes[1].set_title("the crowded corner, enlarged", fontsize=10)
+    axes[1].set_title("where the coloured clusters lie, enlarged", fontsize=10)
     box = plt.Rectangle(low, *(high - low), fill=False, ls="--", lw=1, edgecolor="black")
     axes[0].add_patch(box)
     axes[0].set_title(f"{title}: all {len(labels)} items" if title else f"all {len(labels)} items", fontsize=10)

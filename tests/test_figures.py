@@ -178,12 +178,12 @@ def test_benchmarks_have_their_own_colours_none_a_methods(tmp_path):
     assert drawn["gsm8k"] == figures.BENCHMARK_COLOURS["gsm8k"] and drawn["pope"] == figures.BENCHMARK_COLOURS["pope"]
 
 
-def test_the_item_clusters_colour_few_groups_and_enlarge_their_corner(tmp_path, rng):
+def test_the_item_clusters_colour_few_groups_and_enlarge_where_they_lie(tmp_path, rng):
     source = (rng.random((12, 80)) < 0.5).astype(float)
     labels = rng.integers(0, 10, 80)
     fig = figures.plot_item_clusters(source, labels, [0, 1, 2], list(range(3, 10)), path=tmp_path / "probe.png")
-    whole, corner = fig.axes
+    whole, region = fig.axes
     clusters = [c for c in whole.collections if c.get_label().startswith("cluster of")]
     assert len(clusters) == 3  # a reader tells three colours apart, not thirty
-    assert corner.get_xlim()[1] - corner.get_xlim()[0] <= whole.get_xlim()[1] - whole.get_xlim()[0]
+    assert region.get_xlim()[1] - region.get_xlim()[0] <= whole.get_xlim()[1] - whole.get_xlim()[0]
     assert all(ax.get_xlabel() and ax.get_ylabel() for ax in fig.axes)
