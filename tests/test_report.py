@@ -214,3 +214,19 @@ def test_the_provenance_keeps_each_cell_short_enough_to_wrap():
         "`llava-v1.5-7b.jsonl` (sha256 ffffffffffff…, checked)",
     ]
     assert rows["value"][3] == "`o/seva@a369420/pope_result/llava_loraft_dpo_our_ocr…u800_r1024_a2048/`"
+
+
+def test_with_few_targets_the_tau_jumps_are_read_from_the_runs():
+    # POPE's gp-IRT: the same tau in (nearly) every run, 0.2 apart per pair of its 5 targets
+    per_run = pd.DataFrame(
+        {
+            "method": ["gp_irt"] * 6 + ["random"] * 6,
+            "budget": [20, 20, 25, 25, 30, 30] * 2,
+            "kendall_tau": [0.8, 0.8, 1.0, 1.0, 0.4, 0.4, 0.2, 0.4, 0.2, 0.4, 0.4, 0.2],
+        }
+    )
+    summary = per_run.groupby(["method", "budget"], as_index=False)["kendall_tau"].mean()
+    text = report.tau_steps_reading(summary, per_run, 5)
+    assert text.startswith("gp_irt's tau moves most from budget to budget")
+    assert "1.0 (100% of runs) at 25 items" in text and "moves it by 0.2" in text
+    assert report.tau_steps_reading(summary, per_run, 150) == ""  # many targets: no steps to explain
