@@ -420,13 +420,7 @@ def _paper_gap(ours: float, se: float, paper: float, what: str) -> str:
 
 
 def rounding_explains(gap: float, se: float) -> bool:
-    """Whether a gap to the paper is beyond two of our standard errors but within them plus the paper's rounding.
-
-    Examples
-    --------
-    >>> rounding_explains(0.0007, 0.0001), rounding_explains(0.0001, 0.0001), rounding_explains(0.002, 0.0001)
-    (True, False, False)
-    """
+    """Whether a gap to the paper is beyond two of our standard errors but within them plus the paper's rounding."""
     return 2 * se < abs(gap) <= 2 * se + PAPER_ROUNDING
 
 
@@ -512,13 +506,6 @@ def tau_reading(summary: pd.DataFrame) -> str:
 def tau_steps_reading(summary: pd.DataFrame, per_run: pd.DataFrame, targets: int) -> str:
     """With few targets, tau moves in steps: the method whose tau moves most between budgets, its commonest tau
     per budget and how often it comes back; ``""`` with over 10 targets (a pair moves tau by under 0.05).
-
-    Examples
-    --------
-    >>> runs = pd.DataFrame({"method": "m", "budget": [20, 20, 30, 30], "kendall_tau": [0.8, 0.8, 0.4, 0.6]})
-    >>> summary = runs.groupby(["method", "budget"], as_index=False)["kendall_tau"].mean()
-    >>> "is 0.8 (100% of runs) at 20 items, 0.4 (50% of runs) at 30 items." in tau_steps_reading(summary, runs, 5)
-    True
     """
     pairs = targets * (targets - 1) // 2
     if targets > 10:

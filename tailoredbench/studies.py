@@ -607,11 +607,6 @@ def ratio_se(a: float, a_se: float, b: float, b_se: float) -> float:
     """The standard error of ``a / b`` (first order), as if the two were independent.
 
     The arms share their runs, so their errors go together and this overstates the ratio's error.
-
-    Examples
-    --------
-    >>> round(ratio_se(0.0263, 0.0001, 0.0312, 0.0002), 4)
-    0.0063
     """
     return float(a / b * np.hypot(a_se / a, b_se / b))
 
