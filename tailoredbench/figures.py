@@ -44,6 +44,16 @@ METHOD_COLOURS = {
     "random_regression": OKABE_ITO["bluish green"],
     "fluid": OKABE_ITO["vermillion"],  # reserved for a method still to come
 }
+#: One colour per benchmark, from Paul Tol's muted palette: none is a method's, so a line per benchmark
+#: is never read as a method. Benchmarks not named here take :data:`MORE_BENCHMARK_COLOURS` in turn.
+BENCHMARK_COLOURS = {
+    "arc_challenge": "#332288",
+    "hellaswag": "#999933",
+    "gsm8k": "#882255",
+    "winogrande": "#cc6677",
+    "pope": "#44aa99",
+}
+MORE_BENCHMARK_COLOURS = ("#ddcc77", "#117733", "#88ccee", "#aa4499")
 #: A second cue beside the colour: for print, and for two colours a reader sees alike.
 METHOD_MARKERS = {
     "tailoredbench": "o",
@@ -144,6 +154,12 @@ def method_colour(name: str) -> str:
         base, variant = method[:-1].split("[", 1)
         return VARIANT_COLOURS.get(variant, METHOD_COLOURS[base]) if base == "tailored_plus" else METHOD_COLOURS[base]
     return METHOD_COLOURS[method]
+
+
+def benchmark_colours(names: Iterable[str]) -> dict[str, str]:
+    """Each benchmark's colour (:data:`BENCHMARK_COLOURS`), the others' in turn from the spare ones."""
+    spare = iter(MORE_BENCHMARK_COLOURS * 4)
+    return {str(n): BENCHMARK_COLOURS.get(str(n)) or next(spare) for n in dict.fromkeys(names)}
 
 
 def method_marker(name: str) -> str:
@@ -333,48 +349,6 @@ def item_map(source: np.ndarray) -> np.ndarray:
     return U[:, :2] * S[:2]
 
 
-def plot_probe(source: np.ndarray, g_items, n_items=(), labels=None, path=None, *, native=None, highlight: int = 3):
-    """The items in two dimensions with the probe on them; given ``labels``, the ``highlight`` largest clusters.
-
-    The items are embedded by every source's results (the G-set's space), or given ``native`` (row
-    indices) by the native sources' alone (the N-set's). Few clusters get a colour: thirty cannot be told apart.
-    """
-    fig, ax = _axes(width=WIDTH * 0.8, height=4.8)
-    source = np.asarray(source, dtype=float)
-    models = source if native is None else source[np.asarray(native, dtype=int)]
-    xy = item_map(models)
-    g_items, n_items = np.asarray(g_items, dtype=int), np.asarray(n_items, dtype=int).reshape(-1)
-    probe = np.concatenate([g_items, n_items])
-    ax.scatter(xy[:, 0], xy[:, 1], c="#C8C8C8", s=7, label="item")
-    if labels is not None:
-        labels = np.asarray(labels, dtype=int)
-        sizes = np.bincount(labels, minlength=len(probe))
-        for colour, cluster in zip(GROUP_COLOURS, np.argsort(-sizes, kind="stable")[:highlight], strict=False):
-            mine = labels == cluster
-            kind = "G-set" if cluster < len(g_items) else "N-set"
-            ax.scatter(
-                *xy[mine].T, c=colour, s=10, label=f"cluster of {kind} item {probe[cluster]} ({mine.sum()} items)"
-            )
-            ax.scatter(*xy[probe[cluster]], marker="o", s=260, facecolors="none", edgecolors=colour, lw=2, zorder=4)
-    ax.scatter(*xy[g_items].T, marker="*", s=170, c="black", edgecolors="white", lw=0.5, zorder=5, label="G-set item")
-    if len(n_items):
-        ax.scatter(
-            *xy[n_items].T, marker="D", s=45, c="white", edgecolors="black", lw=1.2, zorder=5, label="N-set item"
-        )
-    whose = "all source models'" if native is None else "the native sources'"
-    ax.set(xlabel=f"item PC 1: items by {whose} results", ylabel="item PC 2")
-    if labels is None:
-        ax.set_title(f"The G-set: {len(g_items)} medoids of the items, chosen in this space")
-    else:
-        formed = "this space" if native is not None else "the native sources' space, not this one"
-        ax.set_title(
-            f"{len(probe)} probe items; the {highlight} largest clusters coloured (formed in {formed})", fontsize=11
-        )
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    _save(fig, path)
-    return fig
-
-
 def plot_native_sources(g_source, g_result, native, distance: str = "manhattan", path=None):
     """Every source model's distance to the target on the G-set, nearest first, the native sources marked."""
     to_sources, threshold = g_set_distances(g_source, g_result, distance=distance)
@@ -502,7 +476,7 @@ def plot_arms(table: pd.DataFrame, path, x: str = "arm", title: str = "", hue: s
     order = list(dict.fromkeys(table[x].astype(str)))
     data = table.assign(**{x: table[x].astype(str)})
     groups = list(dict.fromkeys(data[hue]))
-    colours = dict(zip(groups, sns.color_palette("colorblind", len(groups)), strict=True))
+    colours = benchmark_colours(groups) if hue == "benchmark" else dict(zip(groups, sns.color_palette(), strict=False))
     at = np.arange(len(order))
     for ax, metric, label in ((axes[0], "mae", "MAE (± s.e.)"), (axes[1], "kendall_tau", "Kendall's tau (± s.e.)")):
         for k, group in enumerate(groups):
@@ -694,8 +668,6 @@ def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title
 
 #: The two estimates the walkthrough compares: TailoredBench's colour, and grey for the plain mean.
 WALKTHROUGH_COLOURS = {"calibrated estimate": METHOD_COLOURS["tailoredbench"], "plain mean of the probe": NEUTRAL}
-#: Colours of the clusters a cluster map shows: the palette without black, which marks the G-set.
-CLUSTER_COLOURS = tuple(colour for name, colour in OKABE_ITO.items() if name != "black")
 
 
 def plot_pipeline(path=None):
@@ -741,35 +713,51 @@ def plot_pipeline(path=None):
     return fig
 
 
-def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 6, path=None, title: str = ""):
-    """Items in the space their clusters were formed in: the principal components of the items embedded
-    by ``embedded_by``'s rows (z-scored), one marker per answer pattern (area: its items), the ``groups``
-    largest clusters in colour and the rest in grey; stars the G-set, diamonds the rest of the N-set."""
-    fig, ax = _axes(width=6.4, height=4.6)
+def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3, path=None, title: str = ""):
+    """Items in the space their clusters were formed in, whole (left) and where the coloured ones lie (right).
+
+    The principal components of the items embedded by ``embedded_by``'s rows (z-scored), one marker per
+    answer pattern (area: its items); the ``groups`` largest clusters in colour, each medoid ringed in its
+    cluster's colour, the rest grey; stars the G-set, diamonds the rest of the N-set.
+    """
+    plt, _ = plotting()
+    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 4.6), layout="constrained")
     xy = item_map(np.asarray(embedded_by, dtype=float))
     labels = np.asarray(labels)
-    sizes = np.bincount(labels, minlength=int(labels.max()) + 1)
-    shown = np.argsort(-sizes, kind="stable")[: min(groups, len(CLUSTER_COLOURS))]
+    medoids = np.concatenate([np.asarray(g_items, dtype=int), np.asarray(n_items, dtype=int)])
+    sizes = np.bincount(labels, minlength=len(medoids))
+    shown = np.argsort(-sizes, kind="stable")[: min(groups, len(GROUP_COLOURS))]
     # items with one answer pattern share a point: draw each point once, its area the items on it
     points, first, count = np.unique(np.round(xy, 9), axis=0, return_index=True, return_counts=True)
-    area = 10 * np.sqrt(count)
-    grey = ~np.isin(labels[first], shown)
-    ax.scatter(*points[grey].T, s=area[grey], c="lightgrey", alpha=0.7, label="items of other clusters")
-    for colour, cluster in zip(CLUSTER_COLOURS, shown, strict=False):
-        mine = labels[first] == cluster
-        ax.scatter(*points[mine].T, s=area[mine], color=colour, alpha=0.75, label=f"{sizes[cluster]} items")
-    ax.scatter(*xy[np.asarray(g_items, dtype=int)].T, marker="*", s=110, c="black", label="G-set item (medoid)")
-    if len(n_items):
-        ax.scatter(
-            *xy[np.asarray(n_items, dtype=int)].T, marker="D", s=28, c="white", edgecolors="black", label="N-set item"
-        )
-    ax.set(xlabel="item PC 1", ylabel="item PC 2")
-    outside = {"loc": "upper left", "bbox_to_anchor": (1.01, 1)}
-    legend = ax.legend(**outside, fontsize="small", title="cluster", title_fontsize="small")
-    for handle in legend.legend_handles[: len(shown) + 1]:  # the clusters' markers at one size, not their first point's
+    coloured = np.isin(labels[first], shown)
+    # the enlarged region: where the coloured clusters' points lie, a little margin around them
+    low, high = np.percentile(points[coloured], [2, 98], axis=0) if coloured.any() else (xy.min(0), xy.max(0))
+    pad = 0.08 * (high - low) + 0.1
+    low, high = low - pad, high + pad
+    for ax, scale in ((axes[0], 1.0), (axes[1], 2.5)):
+        area = scale * 10 * np.sqrt(count)
+        ax.scatter(*points[~coloured].T, s=area[~coloured], c="lightgrey", alpha=0.7, label="items of other clusters")
+        for colour, cluster in zip(GROUP_COLOURS, shown, strict=False):
+            mine = labels[first] == cluster
+            label = f"cluster of {sizes[cluster]} items"
+            ax.scatter(*points[mine].T, s=area[mine], color=colour, alpha=0.75, label=label)
+            ring = {"s": 260 * scale, "facecolors": "none", "edgecolors": colour, "lw": 2, "zorder": 4}
+            ax.scatter(*xy[medoids[cluster]], **ring)
+        ax.scatter(*xy[np.asarray(g_items, dtype=int)].T, marker="*", s=110 * scale, c="black", label="G-set item")
+        if len(n_items):
+            n_xy = xy[np.asarray(n_items, dtype=int)].T
+            ax.scatter(*n_xy, marker="D", s=28 * scale, c="white", edgecolors="black", label="N-set item")
+        ax.set(xlabel="item PC 1", ylabel="item PC 2")
+    axes[1].set(xlim=(low[0], high[0]), ylim=(low[1], high[1]))
+    axes[1].set_title("where the coloured clusters lie, enlarged", fontsize=10)
+    box = plt.Rectangle(low, *(high - low), fill=False, ls="--", lw=1, edgecolor="black")
+    axes[0].add_patch(box)
+    axes[0].set_title(f"{title}: all {len(labels)} items" if title else f"all {len(labels)} items", fontsize=10)
+    handles, names = axes[0].get_legend_handles_labels()
+    for handle in handles[: len(shown) + 1]:  # the legend's markers at one size, not their first point's
         handle.set_sizes([30])
-    if title:
-        ax.set_title(title, fontsize=10)
+    _legend_below(fig, (handles, names), ncol=3)
+    fig.suptitle(f"the {len(shown)} largest of {len(medoids)} clusters in colour, each medoid ringed", fontsize=10)
     _tight(fig, path)
     return fig
 

@@ -61,10 +61,14 @@ def se_decimals(ses, least: int = 3, most: int = 4) -> int:
 def cell(mean: float, se: float, decimals: int, bold: bool = False, style: str = "markdown") -> str:
     """``mean ± se``, the mean in bold if asked (``markdown`` or ``latex``)."""
     value = f"{mean:.{decimals}f}"
+    bound = 0.5 * 10**-decimals
+    # "± 0.0000" hides whether there is an error: none is "± 0", one that rounds to zero shows its bound
+    below = "$<$ " if style == "latex" else "<\u00a0"
+    error = "0" if se <= NO_ERROR else f"{below}{bound:.{decimals + 1}f}" if se < bound else f"{se:.{decimals}f}"
     if style == "latex":
-        return (rf"\textbf{{{value}}}" if bold else value) + rf" $\pm$ {se:.{decimals}f}"
+        return (rf"\textbf{{{value}}}" if bold else value) + rf" $\pm$ {error}"
     # a no-break space: a narrow column wraps "mean ± se" before the "±", never after it
-    return (f"**{value}**" if bold else value) + f" ±\u00a0{se:.{decimals}f}"
+    return (f"**{value}**" if bold else value) + f" ±\u00a0{error}"
 
 
 def leaders(summary: pd.DataFrame, metric: str = "mae", keys=("budget",)) -> pd.Series:
@@ -406,11 +410,18 @@ def _paper_gap(ours: float, se: float, paper: float, what: str) -> str:
             "within the paper's rounding" if abs(gap) <= PAPER_ROUNDING else "more than the paper's rounding explains"
         )
         return f"{said}, and ours is the same in every run: {verdict}"
+    if rounding_explains(gap, se):
+        return f"{said}: within our noise and the paper's rounding, the rounding (±{PAPER_ROUNDING}) the larger part"
     count = abs(gap / se)
     count_said = f"{count:.1f}" if count < 10 else f"{count:.0f}" if count < 100 else "over 100"
     verdict = "within" if abs(gap) <= 2 * se + PAPER_ROUNDING else "more than"
     explain = " explain" * (verdict == "more than")
     return f"{said}, {count_said} of our standard errors: {verdict} our noise and the paper's rounding{explain}"
+
+
+def rounding_explains(gap: float, se: float) -> bool:
+    """Whether a gap to the paper is beyond two of our standard errors but within them plus the paper's rounding."""
+    return 2 * se < abs(gap) <= 2 * se + PAPER_ROUNDING
 
 
 def takeaway(summary: pd.DataFrame, paper_mae_at_30=None, method: str = TAILORED) -> str:
@@ -489,6 +500,25 @@ def tau_reading(summary: pd.DataFrame) -> str:
         f"At {budget} items tau runs from {shown(low)} ({low}) to {shown(high)} ({high}). A tau of "
         f"{part.at[low, 'kendall_tau']:.2f} means that of two targets picked at random, the estimates put them in "
         f"the right order {(1 + part.at[low, 'kendall_tau']) / 2:.0%} of the time (when there are no ties)."
+    )
+
+
+def tau_steps_reading(summary: pd.DataFrame, per_run: pd.DataFrame, targets: int) -> str:
+    """With few targets, tau moves in steps: the method whose tau moves most between budgets, its commonest tau
+    per budget and how often it comes back; ``""`` with over 10 targets (a pair moves tau by under 0.05).
+    """
+    pairs = targets * (targets - 1) // 2
+    if targets > 10:
+        return ""
+    spike = summary.groupby("method")["kendall_tau"].agg(lambda v: v.max() - v.min()).idxmax()
+    taus = per_run[per_run["method"] == spike].assign(tau=lambda d: d["kendall_tau"].round(6))
+    modes = taus.groupby("budget")["tau"].agg(lambda v: (v.mode().iloc[0], (v == v.mode().iloc[0]).mean()))
+    return (
+        f"{spike}'s tau moves most from budget to budget; its commonest tau over the runs is "
+        + ", ".join(f"{tau:.1f} ({share:.0%} of runs) at {b} items" for b, (tau, share) in modes.items())
+        + f". With {targets} targets tau counts {pairs} pairs, and one pair in the other order moves it by "
+        f"{2 / pairs:.1f}. Where one value comes back in most runs the method's estimates hardly change from run to "
+        "run, and a jump between budgets is a pair or two of close targets changing order, not a trend."
     )
 
 
@@ -624,6 +654,8 @@ def comparison_table(comparison: pd.DataFrame) -> pd.DataFrame:
         theirs = Match(30, "mae", TAILORED, r["paper_tailoredbench"], 0.0, "", r["paper_best_baseline"], 0.0)
         count = abs(r["gap_in_se"])
         gap = "" if np.isnan(count) else f" ({count:.1f} s.e.)" if count < 10 else f" ({count:.0f} s.e.)"
+        if rounding_explains(r["gap_to_paper"], r["our_tailoredbench_se"]):
+            gap = f" (within the paper's ±{PAPER_ROUNDING} rounding + 2 s.e.)"
         rows.append(
             {
                 "benchmark": r["benchmark"],
@@ -653,7 +685,17 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
     groups = {o: [b for b, m in mae.items() if m.outcome == o] for o in ("win", "tie", "loss")}
     parts = []
     if groups["win"]:
-        parts.append("has a lower MAE than every baseline on " + _listed(title(b) for b in groups["win"]))
+        wins = []
+        for b in groups["win"]:
+            part = table[table["benchmark"] == b]
+            every = [m for m in (match(part, int(x)) for x in sorted(part["budget"].unique())) if m is not None]
+            if all(m.outcome == "win" for m in every):
+                wins.append(f"{title(b)} (at all {len(every)} budgets)")
+            elif sum(m.outcome == "win" for m in every) == 1:
+                wins.append(f"{title(b)} (at {budget} items only: it {_tally(every)})")
+            else:
+                wins.append(f"{title(b)} (not at every budget: it {_tally(every)})")
+        parts.append("has a lower MAE than every baseline on " + _listed(wins))
     if groups["tie"]:
         parts.append("ties the best baseline on " + _listed(title(b) for b in groups["tie"]))
     if groups["loss"]:
@@ -755,10 +797,7 @@ def provenance(record: Mapping) -> pd.DataFrame:
     bench, parameters = record["benchmark"], record["parameters"]
     seconds = record.get("seconds_per_run", {})
     rows = [
-        *(
-            ("data file", f"`{f['repo']}@{f['commit'][:7]}/{f['path']}` (sha256 {f['sha256'][:12]}…, checked)")
-            for f in bench.get("files", [])
-        ),
+        *_file_rows(bench.get("files", [])),
         ("models and items", f"{bench['n_source']} source, {bench['n_target']} target, {bench['n_items']} items"),
         ("runs, seed, workers", f"{parameters['runs']}, {parameters['seed']}, {parameters['n_jobs']}"),
         (
@@ -770,6 +809,23 @@ def provenance(record: Mapping) -> pd.DataFrame:
         ("computed with", ", ".join(f"{k} {v}" for k, v in record["environment"].items())),
     ]
     return pd.DataFrame(rows, columns=["what", "value"])
+
+
+def _file_rows(files) -> list[tuple[str, str]]:
+    """One row per data folder (repository, commit and path), then one per file in it: no cell too wide to wrap.
+
+    A folder name over 40 characters is shortened in the middle (``metrics.json`` keeps every path whole).
+    """
+    folders: dict[str, dict[str, str]] = {}
+    for f in files:
+        where, _, name = f"{f['repo']}@{f['commit'][:7]}/{f['path']}".rpartition("/")
+        where = "/".join(part if len(part) <= 40 else f"{part[:24]}…{part[-16:]}" for part in where.split("/"))
+        folders.setdefault(where, {})[name] = f["sha256"][:12]
+    rows = []
+    for where, named in folders.items():
+        rows.append(("data folder", f"`{where}/`"))
+        rows += [("data file", f"`{name}` (sha256 {sha}…, checked)") for name, sha in named.items()]
+    return rows
 
 
 def write_study(directory, tables: Mapping[str, pd.DataFrame], *, parameters: dict, findings: Sequence[str], **extra):

@@ -15,6 +15,7 @@ the targets).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -31,6 +32,7 @@ from .kmedoids import binary_points, k_medoids_binary
 from .methods import MethodSpec
 from .methods.tailored_plus import VARIANTS
 from .metrics import covered, within_noise
+from .report import cell
 from .simulate import Simulation, simulate
 from .tailored import g_set, ranked_sources
 
@@ -167,35 +169,51 @@ def _names(items) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
-    """:func:`per_benchmark` in one sentence: which arm is lowest where, and where that is clear of noise.
+def _natural(arm: str) -> list:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", arm)]
 
-    ``label`` formats an arm (``"G-set {}"``).
+
+def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
+    """:func:`per_benchmark` in one sentence: which arm is lowest clear of noise where, and which arms tie where.
+
+    ``label`` formats an arm (``"G-set {}"``). Arms within noise of the lowest are a tie, named alike
+    whichever of them happens to be lowest (two identical arms included).
 
     Examples
     --------
-    >>> verdicts = pd.DataFrame({"benchmark": ["x", "y", "z"], "best": ["a", "a", "b"], "clear": [True, False, False]})
+    >>> verdicts = pd.DataFrame({"benchmark": ["x", "y", "z"], "best": ["a", "a", "b"], "tied": ["", "b", "a"],
+    ...                          "clear": [True, False, False]})
     >>> print(best_by_benchmark(verdicts, "arm {}"))  # doctest: +NORMALIZE_WHITESPACE
-    Lowest MAE per benchmark: arm a for x and y, arm b for z; it is clear of the rest by two standard errors
-    only for x.
+    Lowest MAE per benchmark: arm a for x, clear of the other arms by two standard errors; a tie within noise
+    between arm a and arm b for y and z.
     """
-    groups = verdicts.groupby("best", sort=False)["benchmark"].agg(list)
-    groups = groups.loc[groups.map(len).sort_values(ascending=False, kind="stable").index]
-    where = ", ".join(f"{label.format(arm)} for {_names(names)}" for arm, names in groups.items())
-    clear = verdicts.loc[verdicts["clear"], "benchmark"].tolist()
     if len(verdicts) == 1:
-        tied = [label.format(arm) for arm in str(verdicts["tied"].iloc[0]).split(", ")] if not clear else []
+        row = verdicts.iloc[0]
+        tied = [label.format(arm) for arm in str(row["tied"]).split(", ")] if not row["clear"] else []
         verb = "is" if len(tied) == 1 else "are"
-        return f"Lowest MAE: {where}; " + (
-            "it is clear of the rest by two standard errors." if clear else f"{_names(tied)} {verb} within noise of it."
+        return f"Lowest MAE: {label.format(row['best'])}; " + (
+            "it is clear of the rest by two standard errors."
+            if row["clear"]
+            else f"{_names(tied)} {verb} within noise of it."
         )
-    if not clear:
-        tail = "on every benchmark another arm is within two standard errors of it."
-    elif len(clear) == len(verdicts):
-        tail = "it is clear of the rest by two standard errors on each."
-    else:
-        tail = f"it is clear of the rest by two standard errors only for {_names(clear)}."
-    return f"Lowest MAE per benchmark: {where}; {tail}"
+    clear: dict[str, list[str]] = {}
+    ties: dict[tuple[str, ...], list[str]] = {}
+    for row in verdicts.itertuples():
+        if row.clear:
+            clear.setdefault(str(row.best), []).append(row.benchmark)
+        else:
+            arms = tuple(sorted({str(row.best), *str(row.tied).split(", ")}, key=_natural))
+            ties.setdefault(arms, []).append(row.benchmark)
+    parts = []
+    if clear:
+        where = ", ".join(f"{label.format(arm)} for {_names(names)}" for arm, names in clear.items())
+        parts.append(f"{where}, clear of the other arms by two standard errors")
+    if ties:
+        where = "; between ".join(
+            f"{_names(label.format(a) for a in arms)} for {_names(names)}" for arms, names in ties.items()
+        )
+        parts.append(f"a tie within noise between {where}")
+    return "Lowest MAE per benchmark: " + "; ".join(parts) + "."
 
 
 def gap_shares(table: pd.DataFrame, a: str, b: str, key: str = "arm") -> pd.DataFrame:
@@ -261,17 +279,30 @@ def mean_verdict(table: pd.DataFrame, key: str = "arm", label: str = "{}") -> st
     shares = gap_shares(table, order[0], order[1], key).set_index("benchmark")
     top = shares["share"].idxmax()
     share = shares.loc[top, "share"]
-    gives = (
-        f"{top} gives {share:.0%} of that gap"
-        if share <= 1
-        else f"{top} gives more than all of that gap ({share:.0%}; the others lean the other way)"
-    )
+    gives = f"{top} gives {share:.0%} of that gap"
+    if share > 1:  # the others do not all lean the other way: say which do
+        against = [b for b in dict.fromkeys(table["benchmark"]) if shares.loc[b, "share"] < 0]
+        gives += f", as {_names(against)} lean{'s' * (len(against) == 1)} the other way" if against else ""
+    weighted = _weighted(table, key, label)
     if within_noise(a["mae"], a["mae_se"], b["mae"], b["mae_se"]):
-        return head + ", a tie within noise" + (f"; {gives}." if share > 0.5 else ".")
+        return head + ", a tie within noise" + (f"; {gives}" if share > 0.5 else "") + weighted + "."
     if share > 0.5:
         rest = "without it the two are within noise" if shares.loc[top, "without_tie"] else "the rest agree"
-        return head + f", but {gives}, and {rest}."
-    return head + "; no one benchmark gives more than half of that gap."
+        return head + f", but {gives}, and {rest}" + weighted + "."
+    return head + "; no one benchmark gives more than half of that gap" + weighted + "."
+
+
+def _weighted(table: pd.DataFrame, key: str, label: str) -> str:
+    """The mean over benchmarks weighted by target count, its lowest arm against the next (a clause)."""
+    if "targets" not in table:
+        return ""
+    averaged = by_arm(table, keys=[key], weight="targets").assign(**{key: lambda d: d[key].astype(str)})
+    a, b = averaged.sort_values("mae", kind="stable").iloc[:2].to_dict("records")
+    tie = within_noise(a["mae"], a["mae_se"], b["mae"], b["mae_se"])
+    return (
+        f"; weighted by targets, {label.format(a[key])} {a['mae']:.4f} ± {a['mae_se']:.4f} against "
+        f"{label.format(b[key])} {b['mae']:.4f} ± {b['mae_se']:.4f}, {'a tie' if tie else 'beyond noise'}"
+    )
 
 
 def paper_gap(ours: float, ours_se: float, theirs: float) -> str:
@@ -324,9 +355,9 @@ def readable(table: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:
 
     Examples
     --------
-    >>> readable(pd.DataFrame({"arm": ["a"], "mae": [0.04123], "mae_se": [0.00081], "paper_mae": [0.027]}))
-      arm              mae paper_mae
-    0   a  0.0412 ± 0.0008     0.027
+    >>> table = pd.DataFrame({"arm": ["a"], "mae": [0.04123], "mae_se": [0.00081], "paper_mae": [0.027]})
+    >>> readable(table).iloc[0].tolist()
+    ['a', '0.0412 ±\xa00.0008', '0.027']
     """
     out = pd.DataFrame(index=table.index)
     for column in table.columns:
@@ -335,9 +366,7 @@ def readable(table: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:
         values = table[column]
         if f"{column}_se" in table:
             se = table[f"{column}_se"]
-            out[column] = [
-                "" if pd.isna(m) else f"{m:.{decimals}f} ± {e:.{decimals}f}" for m, e in zip(values, se, strict=True)
-            ]
+            out[column] = ["" if pd.isna(m) else cell(m, e, decimals) for m, e in zip(values, se, strict=True)]
         elif pd.api.types.is_float_dtype(values):
             places = 3 if column.startswith("paper") else decimals  # the paper prints three
             out[column] = ["" if pd.isna(v) else f"{v:.{places}f}" for v in values]
@@ -350,9 +379,7 @@ def arm_grid(
     table: pd.DataFrame, key: str = "arm", metric: str = "mae", index: Sequence[str] | None = None, decimals: int = 4
 ) -> pd.DataFrame:
     """One row per benchmark with its target count (or per ``index``), one column per arm: "mean ± se"."""
-    cells = table.assign(
-        cell=[f"{m:.{decimals}f} ± {e:.{decimals}f}" for m, e in zip(table[metric], table[f"{metric}_se"], strict=True)]
-    )
+    cells = table.assign(cell=[cell(m, e, decimals) for m, e in zip(table[metric], table[f"{metric}_se"], strict=True)])
     if index is None:
         index = ["benchmark", "targets"] if "targets" in table else ["benchmark"]
     index = list(index)
@@ -371,8 +398,8 @@ def best_grid(table: pd.DataFrame, key: str = "method", by: str = "budget") -> p
     rows = []
     for value, part in table.groupby(by, sort=True):
         for _, row in per_benchmark(part, key).iterrows():
-            cell = row["best"] + (f" ≈ {row['tied']}" if row["tied"] else "")
-            rows.append({"benchmark": row["benchmark"], by: value, "cell": cell})
+            text = row["best"] + (f" ≈ {row['tied']}" if row["tied"] else "")
+            rows.append({"benchmark": row["benchmark"], by: value, "cell": text})
     grid = pd.DataFrame(rows).pivot(index="benchmark", columns=by, values="cell")
     grid = grid.reindex(list(dict.fromkeys(table["benchmark"])))
     grid.columns = [f"{by} {c}" for c in grid.columns]
@@ -413,14 +440,6 @@ def _as_number(value):
         return int(value)
     except (TypeError, ValueError):
         return value
-
-
-def best_arm(averaged: pd.DataFrame, key: str = "arm") -> tuple[str, str]:
-    """The arm with the lowest MAE and the arm with the highest tau."""
-    return (
-        str(averaged.loc[averaged["mae"].idxmin(), key]),
-        str(averaged.loc[averaged["kendall_tau"].idxmax(), key]),
-    )
 
 
 # ---------------------------------------------------------------------------
@@ -562,19 +581,50 @@ def compare_on_sources(
         pseudo = Benchmark(f"{name} (sources only)", pseudo_source, pseudo_target, {})
         names = [_plus(v) for v in variants]
         sim = simulate(pseudo, names, SPECS[name].budgets, runs=runs, seed=seed, n_jobs=n_jobs, g_size=g_size)
-        mae = sim.summary.groupby("method")["mae"].mean()
+        mae = sim.summary.groupby("method")[["mae", "mae_se"]].mean()
+        base = mae.loc[_plus("calibrated")]
         for v, method in zip(variants, names, strict=True):
+            ours = mae.loc[method]
             rows.append(
                 {
                     "benchmark": name,
                     "variant": v,
-                    "mae": mae[method],
-                    "ratio": mae[method] / mae[_plus("calibrated")],
+                    "mae": ours["mae"],
+                    "ratio": ours["mae"] / base["mae"],
+                    "ratio_se": ratio_se(ours["mae"], ours["mae_se"], base["mae"], base["mae_se"])
+                    * (v != "calibrated"),
                 }
             )
     table = pd.DataFrame(rows)
-    mean = table.groupby("variant", sort=False)[["mae", "ratio"]].mean().reset_index().assign(benchmark="mean")
+    mean = table.groupby("variant", sort=False).agg(
+        mae=("mae", "mean"), ratio=("ratio", "mean"), ratio_se=("ratio_se", lambda e: np.sqrt((e**2).sum()) / len(e))
+    )
+    mean = mean.reset_index().assign(benchmark="mean")
     return pd.concat([table, mean], ignore_index=True)
+
+
+def ratio_se(a: float, a_se: float, b: float, b_se: float) -> float:
+    """The standard error of ``a / b`` (first order), as if the two were independent.
+
+    The arms share their runs, so their errors go together and this overstates the ratio's error.
+    """
+    return float(a / b * np.hypot(a_se / a, b_se / b))
+
+
+def coverage_verdict(coverage: float, se: float, goal=None) -> str:
+    """``inside`` the goal (85-95%), ``consistent`` with it (outside, within two standard errors), ``below``, ``above``.
+
+    Examples
+    --------
+    >>> coverage_verdict(0.931, 0.014), coverage_verdict(0.954, 0.014), coverage_verdict(0.80, 0.01)
+    ('inside', 'consistent', 'below')
+    """
+    low, high = goal or COVERAGE_RANGE
+    if low <= coverage <= high:
+        return "inside"
+    if low - 2 * se <= coverage <= high + 2 * se:
+        return "consistent"
+    return "below" if coverage < low else "above"
 
 
 #: Benchmarks on which the MAE target (<= 0.9 x faithful) applies; elsewhere "no worse".
@@ -590,8 +640,9 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
     ``spread``, if given, adds the ``coverage_se`` of :func:`coverage_by_target`
     (with a ``benchmark`` column). ``meets_mae`` checks the ratio target (<= 0.9 on
     GSM8K and ARC, <= 1 elsewhere) and a tau not lower; ``meets_coverage`` the 85-95%
-    range. ``mae_se`` is the mean over budgets of each budget's standard error: the budgets share
-    their runs, so the errors of their MAEs go together, and this bound does not assume otherwise.
+    range within two of ``coverage_se`` (:func:`coverage_verdict`); ``mae_ratio_se`` is
+    :func:`ratio_se`. ``mae_se`` is the mean over budgets of each budget's standard error: the budgets
+    share their runs, so the errors of their MAEs go together, and this bound does not assume otherwise.
     """
     faithful = _plus("calibrated")
     means = ["mae", "mae_se", "kendall_tau", "kendall_tau_se", "coverage", "width"]
@@ -601,10 +652,18 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
         table = table.merge(spread[["benchmark", "method", "coverage_se"]], on=["benchmark", "method"], how="left")
     base = table[table["method"] == faithful].set_index("benchmark")
     table["mae_ratio"] = table["mae"] / table["benchmark"].map(base["mae"])
+    table["mae_ratio_se"] = [
+        ratio_se(r.mae, r.mae_se, base.at[r.benchmark, "mae"], base.at[r.benchmark, "mae_se"])
+        for r in table.itertuples()
+    ]
+    table.loc[table["method"] == faithful, "mae_ratio_se"] = 0.0  # the reference: exactly 1
     table["tau_change"] = table["kendall_tau"] - table["benchmark"].map(base["kendall_tau"])
     limit = table["benchmark"].map(MAE_TARGET).fillna(1.0)
     table["meets_mae"] = (table["mae_ratio"] <= limit) & (table["tau_change"] >= 0)
-    table["meets_coverage"] = table["coverage"].between(*COVERAGE_RANGE)
+    spread = table["coverage_se"] if "coverage_se" in table else pd.Series(0.0, index=table.index)
+    table["meets_coverage"] = [
+        coverage_verdict(c, e) in ("inside", "consistent") for c, e in zip(table["coverage"], spread, strict=True)
+    ]
     table["role"] = np.where(
         table["method"] == faithful,
         "faithful TailoredBench",
@@ -860,6 +919,19 @@ def fewest_items(items: pd.DataFrame, share: float = sequential.GOAL_SHARE) -> p
     return pd.DataFrame(rows)
 
 
+def reach(share: float, goal: float = sequential.GOAL_SHARE) -> str:
+    """A share of targets short of ``goal``, as a percentage that never rounds up to the goal.
+
+    Examples
+    --------
+    >>> reach(0.19), reach(0.896), reach(0.8996), reach(1.0)
+    ('19%', '89.6%', '89.9%', '100%')
+    """
+    if share >= goal or round(share, 2) < goal:
+        return f"{share:.0%}"
+    return f"{np.floor(share * 1000) / 10:.1f}%"
+
+
 def fewest_grid(fewest: pd.DataFrame, short: Mapping[str, str]) -> pd.DataFrame:
     """:func:`fewest_items` at a glance: one row per benchmark, one column per precision.
 
@@ -870,7 +942,7 @@ def fewest_grid(fewest: pd.DataFrame, short: Mapping[str, str]) -> pd.DataFrame:
         cell=[
             f"{short.get(r.fewest, r.fewest)} {r.items:.0f}, {r.coverage:.0%} ± {r.coverage_se:.0%}"
             if r.fewest != "none"
-            else f"none ({r.reached:.0%} reach it)"
+            else f"none ({reach(r.reached)} reach it)"
             for r in fewest.itertuples()
         ]
     )

@@ -152,19 +152,38 @@ def test_the_family_heatmap_has_the_same_families_on_both_axes(tmp_path):
     assert [t.get_text() for t in ax.texts][:3] == ["60", "20", "20"]
 
 
-def test_the_probe_picture_colours_few_clusters(tmp_path, rng):
-    source = (rng.random((12, 80)) < 0.5).astype(float)
-    labels = rng.integers(0, 10, 80)
-    fig = figures.plot_probe(source, [0, 1, 2], [3, 4, 5, 6, 7, 8, 9], labels=labels, path=tmp_path / "probe.png")
-    ax = fig.axes[0]
-    clusters = [c for c in ax.collections if c.get_label().startswith("cluster of")]
-    assert len(clusters) == 3
-    assert "native sources' space" in ax.get_title()
-    figures.plot_probe(source, [0, 1, 2], [3, 4], labels=labels % 5, native=[0, 3, 5, 7], path=tmp_path / "native.png")
-
-
 def test_figures_are_notebook_wide(tmp_path):
     summary = summary_of(["a"], ["tailoredbench", "random"]).drop(columns="benchmark")
     fig = figures.plot_budget_curves(summary, tmp_path / "curves.png")
     assert fig.get_size_inches()[0] == figures.WIDTH
     assert line_colours(fig.axes[0])  # drawn
+
+
+def test_benchmarks_have_their_own_colours_none_a_methods(tmp_path):
+    colours = figures.benchmark_colours([*figures.BENCHMARK_COLOURS, "new_one"])
+    assert len(set(colours.values())) == len(colours)
+    assert not set(colours.values()) & {c.lower() for c in figures.METHOD_COLOURS.values()}
+    table = pd.DataFrame(
+        {
+            "benchmark": ["gsm8k", "gsm8k", "pope", "pope"],
+            "arm": ["off", "on"] * 2,
+            "mae": [0.036, 0.031, 0.061, 0.061],
+            "mae_se": 0.001,
+            "kendall_tau": 0.8,
+            "kendall_tau_se": 0.01,
+        }
+    )
+    fig = figures.plot_arms(table, tmp_path / "arms.png")
+    drawn = {bars.get_label(): matplotlib.colors.to_hex(bars.lines[0].get_color()) for bars in fig.axes[0].containers}
+    assert drawn["gsm8k"] == figures.BENCHMARK_COLOURS["gsm8k"] and drawn["pope"] == figures.BENCHMARK_COLOURS["pope"]
+
+
+def test_the_item_clusters_colour_few_groups_and_enlarge_where_they_lie(tmp_path, rng):
+    source = (rng.random((12, 80)) < 0.5).astype(float)
+    labels = rng.integers(0, 10, 80)
+    fig = figures.plot_item_clusters(source, labels, [0, 1, 2], list(range(3, 10)), path=tmp_path / "probe.png")
+    whole, region = fig.axes
+    clusters = [c for c in whole.collections if c.get_label().startswith("cluster of")]
+    assert len(clusters) == 3  # a reader tells three colours apart, not thirty
+    assert region.get_xlim()[1] - region.get_xlim()[0] <= whole.get_xlim()[1] - whole.get_xlim()[0]
+    assert all(ax.get_xlabel() and ax.get_ylabel() for ax in fig.axes)

@@ -133,8 +133,8 @@ def test_the_paper_comparison_keeps_raw_numbers_and_shows_losses_as_losses(table
 def test_the_main_takeaway_gives_a_verdict_per_benchmark(table):
     said = sentences(report.main_takeaway(table, 30, PAPER))
     assert said[0] == (
-        "At 30 items TailoredBench has a lower MAE than every baseline on GSM8K, ties the best baseline on HellaSwag "
-        "and is worse on Winogrande (12% worse than gp_irt's)."
+        "At 30 items TailoredBench has a lower MAE than every baseline on GSM8K (at all 3 budgets), ties the best "
+        "baseline on HellaSwag and is worse on Winogrande (12% worse than gp_irt's)."
     )
     assert said[1] == (
         "Set beside the paper's gain over its best baseline, its gain is reproduced on GSM8K and not reproduced on "
@@ -160,3 +160,73 @@ def test_written_tables_keep_the_raw_columns_and_pivot_the_readable_ones(tmp_pat
     assert len(re.findall(r"\| +budget \| +tailoredbench +\| +gp_irt +\|", md)) == 6  # one column order throughout
     tex = (tmp_path / "main_table.tex").read_text()
     assert r"random\_regression" in tex and r"\textbf{" in tex
+
+
+def test_the_main_takeaway_says_at_which_budgets_a_win_holds():
+    only_at_30 = summary(WIN)
+    # at 20 and 40 items gp_irt is clearly lower: the win at 30 is not a win everywhere
+    only_at_30.loc[(only_at_30["method"] == "gp_irt") & (only_at_30["budget"] != 30), "mae"] = 0.01
+    table = pd.concat([summary(WIN).assign(benchmark="gsm8k"), only_at_30.assign(benchmark="hellaswag")])
+    first = sentences(report.main_takeaway(table, 30))[0]
+    assert "GSM8K (at all 3 budgets)" in first
+    assert "HellaSwag (at 30 items only: it beats every baseline at 1 and trails" in first
+
+
+def test_a_gap_the_papers_rounding_explains_is_not_counted_in_standard_errors():
+    # Winogrande: 0.0247 ± 0.0001 against the paper's 0.024 is 7 s.e., but within the paper's rounding
+    near = summary({**WIN, "tailoredbench": 0.0247}, se=0.0001)
+    text = plain(report.takeaway(near, (0.038, 0.024)))
+    assert (
+        "0.0007 above its figure: within our noise and the paper's rounding, the rounding (±0.0005) the larger part"
+        in text
+    )
+    assert "s.e." not in text and "of our standard errors" not in text
+    table = near.assign(benchmark="winogrande")
+    shown = report.comparison_table(report.paper_comparison(table, {"winogrande": (0.038, 0.024)}))
+    assert shown["ours − paper's"].iloc[0] == "+0.0007 (within the paper's ±0.0005 rounding + 2 s.e.)"
+
+
+def test_a_standard_error_that_rounds_to_zero_shows_its_bound():
+    assert plain(report.cell(0.0111, 1.8e-5, 4)) == "0.0111 ± < 0.00005"
+    assert plain(report.cell(0.0123, 2e-18, 4)) == "0.0123 ± 0"  # the same in every run
+    assert plain(report.cell(0.0140, 5.9e-5, 4)) == "0.0140 ± 0.0001"
+    assert report.cell(0.0111, 1.8e-5, 4, style="latex") == r"0.0111 $\pm$ $<$ 0.00005"
+
+
+def test_the_provenance_keeps_each_cell_short_enough_to_wrap():
+    files = [
+        {"repo": "owner/data", "commit": "6d394c9abc", "path": f"a/b/c/answers/{n}.jsonl", "sha256": "f" * 64}
+        for n in ("llava-v1.5-13b", "llava-v1.5-7b")
+    ]
+    long = "llava_loraft_dpo_our_ocrlv8kfilter4k_diffu800_textvqa8kfilter6k_diffu800_r1024_a2048"
+    files.append({"repo": "o/seva", "commit": "a369420", "path": f"pope_result/{long}/pope.jsonl", "sha256": "0" * 64})
+    record = {
+        "benchmark": {"files": files, "n_source": 5, "n_target": 5, "n_items": 10},
+        "parameters": {"runs": 1, "seed": 0, "n_jobs": 1},
+        "package_version": "0",
+        "git_commit": "x",
+        "environment": {},
+    }
+    rows = report.provenance(record)
+    assert list(rows["value"][:3]) == [
+        "`owner/data@6d394c9/a/b/c/answers/`",
+        "`llava-v1.5-13b.jsonl` (sha256 ffffffffffff…, checked)",
+        "`llava-v1.5-7b.jsonl` (sha256 ffffffffffff…, checked)",
+    ]
+    assert rows["value"][3] == "`o/seva@a369420/pope_result/llava_loraft_dpo_our_ocr…u800_r1024_a2048/`"
+
+
+def test_with_few_targets_the_tau_jumps_are_read_from_the_runs():
+    # POPE's gp-IRT: the same tau in (nearly) every run, 0.2 apart per pair of its 5 targets
+    per_run = pd.DataFrame(
+        {
+            "method": ["gp_irt"] * 6 + ["random"] * 6,
+            "budget": [20, 20, 25, 25, 30, 30] * 2,
+            "kendall_tau": [0.8, 0.8, 1.0, 1.0, 0.4, 0.4, 0.2, 0.4, 0.2, 0.4, 0.4, 0.2],
+        }
+    )
+    summary = per_run.groupby(["method", "budget"], as_index=False)["kendall_tau"].mean()
+    text = report.tau_steps_reading(summary, per_run, 5)
+    assert text.startswith("gp_irt's tau moves most from budget to budget")
+    assert "1.0 (100% of runs) at 25 items" in text and "moves it by 0.2" in text
+    assert report.tau_steps_reading(summary, per_run, 150) == ""  # many targets: no steps to explain

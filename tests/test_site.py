@@ -29,9 +29,6 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-sync",
 ]
-#: Committed reports with a table wider than the notebook column: POPE's provenance lists
-#: data files whose paths have no place to break; it passes once they wrap.
-WIDE_TABLES = {"pope"}
 
 
 def _png() -> str:
@@ -234,17 +231,8 @@ def test_every_committed_report_loads_and_shows_every_figure(committed):
     assert all(m["images"] for name, m in measures.items() if name != "index.html")  # every report has a figure
 
 
-WIDE = pytest.mark.xfail(reason="a table wider than the column")
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(path.stem, marks=[WIDE] if path.stem in WIDE_TABLES else [])
-        for path in site.reports(ROOT / "reports")
-    ],
-)
+@pytest.mark.parametrize("name", [path.stem for path in site.reports(ROOT / "reports")])
 def test_no_committed_report_has_a_table_wider_than_its_column(committed, name):
     measures, _, _ = committed
     assert not _overflowing(measures[f"{name}.html"]), measures[f"{name}.html"]["tables"]

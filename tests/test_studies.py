@@ -103,7 +103,53 @@ def test_a_tie_within_noise_is_not_a_reversal():
     assert verdicts.loc["gsm8k", "best"] == "on" and verdicts.loc["gsm8k", "clear"]
     assert verdicts.loc["pope", "tied"] and not verdicts.loc["pope", "clear"]
     sentence = studies.best_by_benchmark(verdicts.reset_index(), "calibration {}")
-    assert "only for gsm8k" in sentence and len(sentence) <= 300
+    assert sentence == (
+        "Lowest MAE per benchmark: calibration on for gsm8k, clear of the other arms by two standard errors; a tie "
+        "within noise between calibration off and calibration on for pope."
+    )
+
+
+def test_identical_arms_are_a_tie_and_the_weighted_mean_has_its_verdict():
+    # POPE's arms are identical: neither is "lowest"; weighted by targets, gsm8k's clear gap decides
+    table = _arms(
+        [
+            ("gsm8k", 75, "off", 0.0363, 0.0007),
+            ("gsm8k", 75, "on", 0.0307, 0.0008),
+            ("hellaswag", 150, "off", 0.0131, 0.0001),
+            ("hellaswag", 150, "on", 0.0136, 0.0001),
+            ("pope", 5, "off", 0.0609, 0.0175),
+            ("pope", 5, "on", 0.0609, 0.0175),
+        ]
+    )
+    findings = studies.takeaway(table, paper.STUDIES["calibration"], "calibration {}")
+    assert "calibration on for gsm8k, calibration off for hellaswag, clear" in findings[0]
+    assert "tie within noise between calibration off and calibration on for pope" in findings[0]
+    assert "calibration off for hellaswag and pope" not in findings[0]
+    assert (
+        "; weighted by targets, calibration on 0.0202 ± 0.0005 against calibration off 0.0217 ± 0.0004, beyond noise"
+        in findings[1]
+    )
+
+
+def test_a_benchmark_giving_more_than_the_whole_gap_names_those_leaning_the_other_way():
+    # the study_distance numbers: pope gives 132% of cosine's lead; hellaswag and gsm8k favour manhattan
+    rows = {
+        "arc_challenge": (0.0289, 0.0312),
+        "hellaswag": (0.0143, 0.0136),
+        "gsm8k": (0.0382, 0.0307),
+        "winogrande": (0.0229, 0.0247),
+        "pope": (0.0443, 0.0609),
+    }
+    table = _arms(
+        [
+            (b, 100, arm, v, 0.01)
+            for b, pair in rows.items()
+            for arm, v in zip(("cosine", "manhattan"), pair, strict=True)
+        ]
+    )
+    sentence = studies.mean_verdict(table)
+    assert "pope gives 133% of that gap, as hellaswag and gsm8k lean the other way" in sentence
+    assert "the others lean" not in sentence
 
 
 def test_one_benchmark_driving_the_mean_is_named():
@@ -119,7 +165,7 @@ def test_one_benchmark_driving_the_mean_is_named():
     sentence = studies.mean_verdict(table, label="G-set {}")
     assert "but pope gives" in sentence and "without it the two are within noise" in sentence
     noisy = table.assign(mae_se=np.where(table["benchmark"] == "pope", 0.017, 0.001))
-    assert studies.mean_verdict(noisy).endswith("a tie within noise; pope gives 99% of that gap.")
+    assert "a tie within noise; pope gives 99% of that gap; weighted by targets," in studies.mean_verdict(noisy)
     weighted = studies.by_arm(table, weight="targets").set_index("arm")["mae"]
     assert weighted["10"] - weighted["5"] < 0.001  # weighted by targets, POPE hardly counts
     findings = studies.takeaway(table, paper.STUDIES["g_size"], "G-set {}")
@@ -145,6 +191,8 @@ def test_fewest_items_counts_only_methods_that_reach_the_precision():
     grid = studies.fewest_grid(fewest, {"a": "A"})
     assert grid.columns.tolist() == ["benchmark", "±0.03", "±0.05"]
     assert grid.iloc[0].tolist() == ["x", "A 60, 90% ± 2%", "none (30% reach it)"]
+    short = studies.fewest_grid(studies.fewest_items(items.assign(reached=[0.95, 0.5, 0.895, 0.3])), {})
+    assert short.iloc[0, -1] == "none (89.5% reach it)"  # not "90%", the goal it misses
 
 
 def test_coverage_by_target_matches_brute_force():
@@ -279,3 +327,28 @@ def test_beyond_notebook_smoke(tmp_path):
     nb = check_clean(tmp_path / "beyond" / "beyond.ipynb", tmp_path)
     assert len(image_cells(nb)) == 1
     assert _takeaway_of(nb)[0] == " ".join(metrics["findings"])
+
+
+def test_coverage_is_judged_against_the_goal_with_its_standard_error():
+    # beyond's GSM8K: 95.4% ± 1.4% is within two standard errors of the 95% edge, no miss
+    assert studies.coverage_verdict(0.954, 0.014) == "consistent"
+    assert studies.coverage_verdict(0.931, 0.014) == "inside"
+    assert studies.coverage_verdict(0.990, 0.010) == "above"
+    summary = pd.DataFrame(
+        {
+            "benchmark": "gsm8k",
+            "method": ["tailored_plus[calibrated]", "tailored_plus[stacked]", "gp_irt"],
+            "budget": 30,
+            "mae": [0.0315, 0.0281, 0.0418],
+            "mae_se": [0.0003, 0.0002, 0.0004],
+            "kendall_tau": [0.86, 0.87, 0.82],
+            "coverage": [0.950, 0.954, 0.990],
+        }
+    )
+    spread = summary[["benchmark", "method"]].assign(coverage_se=[0.013, 0.014, 0.010])
+    table = studies.beyond_table(summary, "stacked", spread).set_index("method")
+    assert table["meets_coverage"].tolist() == [True, True, False]
+    assert table.loc["tailored_plus[calibrated]", "mae_ratio_se"] == 0  # the reference's ratio to itself is exact
+    assert table.loc["tailored_plus[stacked]", "mae_ratio_se"] == pytest.approx(
+        0.0281 / 0.0315 * np.hypot(0.0002 / 0.0281, 0.0003 / 0.0315)
+    )
