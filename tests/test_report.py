@@ -137,8 +137,8 @@ def test_the_main_takeaway_gives_a_verdict_per_benchmark(table):
         "baseline on HellaSwag and is worse on Winogrande (12% worse than gp_irt's)."
     )
     assert said[1] == (
-        "Set beside the paper's gain over its best baseline, its gain is reproduced on GSM8K and not reproduced on "
-        "Winogrande and HellaSwag."
+        "Set beside the paper's gain over its best baseline, its gain over the paper's baselines is reproduced on GSM8K "
+        "and not reproduced on Winogrande and HellaSwag."
     )
     assert len(said) == 3
 
@@ -230,3 +230,12 @@ def test_with_few_targets_the_tau_jumps_are_read_from_the_runs():
     assert text.startswith("gp_irt's tau moves most from budget to budget")
     assert "1.0 (100% of runs) at 25 items" in text and "moves it by 0.2" in text
     assert report.tau_steps_reading(summary, per_run, 150) == ""  # many targets: no steps to explain
+
+
+def test_the_paper_is_compared_with_the_paper_s_baselines_only():
+    # fluid is not in the paper: the takeaway may name it, the comparison with the paper may not
+    with_fluid = summary({**WIN, "fluid": 0.0300}).assign(benchmark="gsm8k")
+    assert report.match(with_fluid, 30).rival == "fluid"
+    row = report.paper_comparison(with_fluid, {"gsm8k": (0.041, 0.033)}).iloc[0]
+    assert row["our_best_baseline"] == "gp_irt"
+    assert "our best of the paper's baselines, gp_irt" in report.paper_reading(with_fluid, (0.041, 0.033))
