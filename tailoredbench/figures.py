@@ -42,7 +42,8 @@ METHOD_COLOURS = {
     "anchor_points": OKABE_ITO["sky blue"],
     "gp_irt": OKABE_ITO["orange"],
     "random_regression": OKABE_ITO["bluish green"],
-    "fluid": OKABE_ITO["vermillion"],  # reserved for a method still to come
+    "fluid": OKABE_ITO["vermillion"],
+    "fluid_atlas": OKABE_ITO["yellow"],  # fluid stopped by ATLAS's rule
 }
 #: One colour per benchmark, from Paul Tol's muted palette: none is a method's, so a line per benchmark
 #: is never read as a method. Benchmarks not named here take :data:`MORE_BENCHMARK_COLOURS` in turn.
@@ -63,6 +64,7 @@ METHOD_MARKERS = {
     "gp_irt": "s",
     "random_regression": "P",
     "fluid": "X",
+    "fluid_atlas": "*",
 }
 #: What is no method: reference lines, items not highlighted, a role such as "best baseline" with no method named.
 NEUTRAL = "#7f7f7f"

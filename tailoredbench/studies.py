@@ -32,7 +32,7 @@ from .kmedoids import binary_points, k_medoids_binary
 from .methods import MethodSpec
 from .methods.tailored_plus import VARIANTS
 from .metrics import covered, within_noise
-from .report import cell
+from .report import cell, title
 from .simulate import Simulation, simulate
 from .tailored import g_set, ranked_sources
 
@@ -950,3 +950,38 @@ def fewest_grid(fewest: pd.DataFrame, short: Mapping[str, str]) -> pd.DataFrame:
     grid = grid.reindex(list(dict.fromkeys(fewest["benchmark"])))
     grid.columns = [f"±{p:g}" for p in grid.columns]
     return grid.reset_index()
+
+
+def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) -> str:
+    """One sentence: per benchmark, whether ``method`` needs fewer items than ``rival`` at ``precision``.
+
+    ``items`` is :func:`items_by_precision`'s table; a gap within noise is a tie, and a method that brings
+    fewer than :data:`~tailoredbench.sequential.GOAL_SHARE` of the targets to the precision says how many.
+
+    Examples
+    --------
+    >>> items = pd.DataFrame({"benchmark": ["gsm8k", "gsm8k", "pope", "pope"], "precision": 0.06,
+    ...                       "method": ["a", "b"] * 2, "items": [20.0, 30.0, 15.0, 15.2], "items_se": 1.0,
+    ...                       "reached": 1.0, "coverage": 0.9, "coverage_se": 0.01})
+    >>> versus_at(items, "a", "b", 0.06)
+    'At ±0.06, a needs fewer items than b on GSM8K (20.0 against 30.0), and ties it on POPE (15.0 against 15.2).'
+    """
+    said: dict[str, list[str]] = {"fewer": [], "tie": [], "more": []}
+    for name, part in items[np.isclose(items["precision"], precision)].groupby("benchmark", sort=False):
+        ours, theirs = (part[part["method"] == m].iloc[0] for m in (method, rival))
+        short = [
+            f"{m}: {reach(r['reached'])} reach it"
+            for m, r in ((method, ours), (rival, theirs))
+            if r["reached"] < sequential.GOAL_SHARE
+        ]
+        numbers = f"{ours['items']:.1f} against {theirs['items']:.1f}" + "".join(f"; {s}" for s in short)
+        tie = within_noise(ours["items"], ours["items_se"], theirs["items"], theirs["items_se"])
+        said["tie" if tie else "fewer" if ours["items"] < theirs["items"] else "more"].append(
+            f"{title(name)} ({numbers})"
+        )
+    words = {"fewer": f"needs fewer items than {rival} on", "tie": "ties it on", "more": "needs more on"}
+    parts = [f"{words[k]} {_names(v)}" for k, v in said.items() if v]
+    if not said["fewer"] and parts:
+        parts[0] = parts[0].replace(" it on", f" {rival} on", 1).replace("more on", f"more than {rival} on", 1)
+    joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + ", and " + parts[-1]
+    return f"At ±{precision:g}, {method} {joined}."

@@ -137,8 +137,8 @@ def test_the_main_takeaway_gives_a_verdict_per_benchmark(table):
         "baseline on HellaSwag and is worse on Winogrande (12% worse than gp_irt's)."
     )
     assert said[1] == (
-        "Set beside the paper's gain over its best baseline, its gain over the paper's baselines is reproduced on GSM8K "
-        "and not reproduced on Winogrande and HellaSwag."
+        "Set beside the paper's gain over its best baseline, its gain over the paper's baselines is reproduced on "
+        "GSM8K and not reproduced on Winogrande and HellaSwag."
     )
     assert len(said) == 3
 

@@ -352,3 +352,26 @@ def test_coverage_is_judged_against_the_goal_with_its_standard_error():
     assert table.loc["tailored_plus[stacked]", "mae_ratio_se"] == pytest.approx(
         0.0281 / 0.0315 * np.hypot(0.0002 / 0.0281, 0.0003 / 0.0315)
     )
+
+
+def test_versus_at_says_per_benchmark_who_needs_fewer_items_and_who_falls_short():
+    items = pd.DataFrame(
+        {
+            "benchmark": ["gsm8k", "gsm8k", "hellaswag", "hellaswag"],
+            "precision": 0.06,
+            "method": ["tailored_plus", "fluid"] * 2,
+            "items": [48.6, 92.9, 15.6, 10.6],
+            "items_se": 0.5,
+            "reached": [0.95, 0.56, 1.0, 1.0],
+            "coverage": 0.9,
+            "coverage_se": 0.01,
+        }
+    )
+    assert studies.versus_at(items, "tailored_plus", "fluid", 0.06) == (
+        "At ±0.06, tailored_plus needs fewer items than fluid on GSM8K (48.6 against 92.9; fluid: 56% reach it), "
+        "and needs more on HellaSwag (15.6 against 10.6)."
+    )
+    only_more = items[items["benchmark"] == "hellaswag"]
+    assert studies.versus_at(only_more, "tailored_plus", "fluid", 0.06) == (
+        "At ±0.06, tailored_plus needs more than fluid on HellaSwag (15.6 against 10.6)."
+    )
