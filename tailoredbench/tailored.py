@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,6 +135,8 @@ class Probe:
     native_sources: np.ndarray  # rows of the sources, most consistent first
     n_set: np.ndarray  # the items the N-set adds
     labels: np.ndarray  # each benchmark item's cluster: the position of its medoid in `items`
+    # sha256 of the source matrix planned on: native_sources are row numbers, meaningless in another matrix
+    source_sha256: str = ""
 
     def __post_init__(self):
         for name in ("g_set", "native_sources", "n_set", "labels"):
@@ -150,6 +153,12 @@ class Probe:
     def budget(self) -> int:
         """How many items the model answers in all."""
         return len(self.g_set) + len(self.n_set)
+
+
+def matrix_sha256(source: np.ndarray) -> str:
+    """The sha256 of a source matrix's shape and 0/1 values: another order of its models or items differs."""
+    values = np.ascontiguousarray(source, dtype=np.float64)
+    return hashlib.sha256(repr(values.shape).encode() + values.tobytes()).hexdigest()
 
 
 def n_set(

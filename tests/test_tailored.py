@@ -192,6 +192,19 @@ def test_estimator_checks_its_parameters_in_fit_and_its_inputs():
         TailoredBench(g_size=5).fit(data[:20]).estimate(probe, np.ones(3))
 
 
+def test_a_probe_planned_on_reordered_sources_is_refused():
+    data = synthetic_matrix(30, 80, 10)  # SYNTHETIC
+    planned = TailoredBench(g_size=5).fit(data[:20])
+    reordered = TailoredBench(g_size=5).fit(data[:20][::-1])
+    assert np.array_equal(planned.g_set_, reordered.g_set_)  # the G-set alone cannot tell them apart
+    probe = planned.plan(data[25, planned.g_set_], 15)
+    assert planned.estimate(probe, data[25, probe.items]) == planned.estimate(probe, data[25, probe.items])
+    with pytest.raises(TailoredBenchError, match="other source models"):
+        reordered.estimate(probe, data[25, probe.items])
+    with pytest.raises(TailoredBenchError, match="other source models"):
+        reordered.interval(probe, data[25, probe.items])
+
+
 def test_run_never_exceeds_the_budget():
     data = synthetic_matrix(30, 80, 6)
     oracles = {b: Oracle(data[15:], b) for b in (12, 20)}
