@@ -375,6 +375,8 @@ def plan_g_set(
     A folder that holds files is refused unless ``force`` (it may hold a plan a model is run on).
     """
     out = Path(out)
+    if out.is_symlink() and not out.exists():
+        raise TailoredBenchError(f"{out}: a symbolic link to {os.readlink(out)}, which does not exist; give a folder")
     if out.exists() and not out.is_dir():
         raise TailoredBenchError(f"{out}: not a folder")
     seed = check_integer(seed, "seed", 0)

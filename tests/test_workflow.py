@@ -219,6 +219,13 @@ def test_samples_in_two_folders_of_one_name_are_two_models(planned, arc, tmp_pat
         load_lm_eval_samples([first, second], "acc_norm")
 
 
+def test_plan_onto_a_dangling_symbolic_link_names_it(tmp_path, capsys):
+    link = tmp_path / "plan"
+    link.symlink_to(tmp_path / "nowhere" / "plan")
+    one_line_error(capsys, ["plan", "--benchmark", "arc_challenge", "--out", str(link)], f"{link}: a symbolic link to")
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_importer_errors(tmp_path):
     row = np.ones(5)
     a = write_samples(tmp_path, "m1", range(5), row, "2025-01-01T00-00-00")
