@@ -163,7 +163,8 @@ def validate_binary(values, source: str = "array") -> np.ndarray:
     if bad.any():
         row, col = np.argwhere(bad)[0]
         raise DataError(
-            f"{source}: non-binary value {array[row, col]!r} at row {row}, column {col}; expected 0/1 correctness"
+            f"{source}: non-binary value {float(array[row, col]):g} at row {row}, column {col} (0-based); "
+            "expected 0/1 correctness"
         )
     return array
 
@@ -220,6 +221,11 @@ def _read_csv(path: Path) -> ResponseMatrix:
         bad = next((cell for cell in row[1:] if not _NUMBER.fullmatch(cell.strip())), None)
         if bad is not None:
             raise DataError(f"{path}: values are not numeric 0/1 (line {line}: {bad!r})")
+        # named by line and item id, as the file is read (validate_binary only knows 0-based positions)
+        other = next(((item, c) for item, c in zip(header, row[1:], strict=True) if float(c) not in (0.0, 1.0)), None)
+        if other is not None:
+            item, cell = other
+            raise DataError(f"{path}: line {line}, item {item!r}: value {cell.strip()} is not 0 or 1 (correctness)")
     values = np.array([[float(cell) for cell in row[1:]] for row in body])
     return ResponseMatrix(values, tuple(models), tuple(header), source=str(path))
 
