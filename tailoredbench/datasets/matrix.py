@@ -204,6 +204,10 @@ def _read_csv(path: Path) -> ResponseMatrix:
     header, body = rows[0][1:], rows[1:]
     if not header:
         raise DataError(f"{path}: the header row names no items")
+    blank = next((column for column, item in enumerate(header, start=2) if not item.strip()), None)
+    if blank is not None:
+        trailing = " (a trailing comma?)" if blank == len(header) + 1 else ""
+        raise DataError(f"{path}: column {blank} of the header has an empty item id{trailing}; every item needs an id")
     # read as written: pandas would rename a repeated id ("q1.1") and hide the repeat
     repeated = sorted({item for item in header if header.count(item) > 1})
     if repeated:
