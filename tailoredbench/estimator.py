@@ -6,6 +6,8 @@ The estimator stores functions of the sources only; what concerns one new model 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -18,7 +20,7 @@ from .methods.tailored_plus import stack_weights
 from .methods.tailoredbench import TailoredBenchMethod
 from .stacking import combine, components, needed
 from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
-from .tailored import Probe, calibrated_estimate, check_budget, g_set, n_set, native_sources
+from .tailored import Probe, calibrated_estimate, check_budget, g_set, matrix_sha256, n_set, native_sources
 
 #: The estimates :class:`TailoredBench` can give from one probe.
 ESTIMATORS = ("calibrated", "plus")
@@ -127,7 +129,11 @@ class TailoredBench:
             out.append(
                 n_set(self.source_, native, self.g_set_, budget, distance=self.distance, random_state=gen, asked=asked)
             )
-        return out
+        planned_on = self._source_sha256()
+        return [replace(probe, source_sha256=planned_on) for probe in out]
+
+    def _source_sha256(self) -> str:
+        return self._source_fit(("sha256",), lambda: matrix_sha256(self.source_))
 
     def stopping_rule(
         self, precision: float, max_budget: int = MAX_BUDGET, step: int = ROUND_SIZE, level: float = LEVEL
@@ -193,6 +199,10 @@ class TailoredBench:
         self._fitted()
         if not np.array_equal(probe.g_set, self.g_set_):
             raise TailoredBenchError("this probe was planned by an estimator with another G-set")
+        if probe.source_sha256 != self._source_sha256():
+            raise TailoredBenchError(
+                "this probe was planned on other source models (or another order of them): plan it with this estimator"
+            )
         return self._answers(results, probe.items, "probe")
 
     def estimate(self, probe: Probe, results, *, rule: StoppingRule | None = None) -> float:

@@ -375,6 +375,8 @@ def plan_g_set(
     A folder that holds files is refused unless ``force`` (it may hold a plan a model is run on).
     """
     out = Path(out)
+    if out.is_symlink() and not out.exists():
+        raise TailoredBenchError(f"{out}: a symbolic link to {os.readlink(out)}, which does not exist; give a folder")
     if out.exists() and not out.is_dir():
         raise TailoredBenchError(f"{out}: not a folder")
     seed = check_integer(seed, "seed", 0)
@@ -469,8 +471,17 @@ def read_state(folder: str | Path, seed: int | None = None) -> PlanState:
 def _one_model(samples) -> str:
     """The model all the samples files come from; files of two models are an error naming both."""
     models: dict[str, typing.Any] = {}
+    folders: dict[str, Path] = {}
     for path in samples:
-        models.setdefault(model_of(path), path)
+        model = model_of(path)
+        models.setdefault(model, path)
+        folder = Path(path).parent.resolve()
+        known = folders.setdefault(model, folder)
+        if known != folder and model == f"folder {folder.name}":  # no results file: the name is all there is
+            raise TailoredBenchError(
+                f"samples in two folders named {folder.name!r} ({known}, {folder}) and no lm-eval results_*.json "
+                "beside them to tell their models apart: put each model's samples in one folder"
+            )
     if len(models) > 1:
         (first, a), (second, b) = list(models.items())[:2]
         raise TailoredBenchError(f"samples of two models in one plan: {first} ({a}) and {second} ({b})")

@@ -115,7 +115,7 @@ def test_unknown_benchmark():
     ("values", "message"),
     [
         ([[0, 1], [1, np.nan]], "NaN"),
-        ([[0, 1], [1, 2]], "non-binary"),
+        ([[0, 1], [1, 2]], r"non-binary value 2 at row 1, column 1 \(0-based\)"),
         ([0, 1, 1], "2-D"),
         (np.zeros((0, 3)), "empty"),
     ],

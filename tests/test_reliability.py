@@ -45,6 +45,9 @@ def one_line_error(capsys, args, message, code=2):
         ("model,q1,q2\nm1,1,x\n", "not numeric"),
         ("model,q1,q2\nm1,0_1,0\n", "not numeric 0/1 .*'0_1'"),  # float() reads it as 1
         ("model,q1,q2\nm1,\uff11,0\n", "not numeric"),  # a full-width digit one: float() reads it too
+        ("model,q1,q2\nm1,1,0\nm2,0,2.0\n", r"m\.csv: line 3, item 'q2': value 2\.0 is not 0 or 1"),
+        ("model,q1,q2,\nm1,1,0,1\n", r"column 4 of the header has an empty item id \(a trailing comma\?\)"),
+        ("model,q1,,q3\nm1,1,0,1\n", "column 3 of the header has an empty item id;"),
     ],
 )
 def test_bad_csv_matrices(tmp_path, text, message):

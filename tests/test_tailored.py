@@ -10,7 +10,15 @@ from tailoredbench.distances import standardize
 from tailoredbench.errors import TailoredBenchError
 from tailoredbench.methods import MethodSpec
 from tailoredbench.oracle import Oracle
-from tailoredbench.tailored import Probe, calibrated_estimate, g_set, n_set, native_sources
+from tailoredbench.tailored import (
+    Probe,
+    calibrated_estimate,
+    g_set,
+    g_set_distances,
+    min_native_sources,
+    n_set,
+    native_sources,
+)
 
 METHOD = MethodSpec.parse("tailoredbench").method
 
@@ -59,6 +67,36 @@ def test_native_sources_single_target_mode_uses_that_target_only():
     assert single_n == max(ref_n, 1)
     assert np.array_equal(single, ref[:, :single_n])
     assert isinstance(batch_n, int)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_min_native_sources_is_half_the_paper_count_of_sources_playing_the_target(seed):
+    g_source = synthetic_matrix(30, 10, seed)
+    counts = []
+    for s in range(len(g_source)):  # source s plays the target, the others are the sources
+        n_native, _ = reference_native_sources(np.delete(g_source, s, axis=0), g_source[s : s + 1])
+        counts.append(n_native)
+    assert min_native_sources(g_source) == max(int(np.mean(counts) / 2), 1)
+
+
+def test_a_lone_target_unlike_every_source_keeps_the_sources_minimum():
+    source = synthetic_matrix(40, 10, 0)
+    easy = source.mean(axis=0) >= np.median(source.mean(axis=0))
+    target = (~easy).astype(float)[None]  # right exactly on the items most sources fail
+    to_sources, threshold = g_set_distances(source, target)
+    assert (to_sources <= threshold).sum() == 0  # the paper's count alone would keep one source
+    n_native, neighbours = native_sources(source, target)
+    assert n_native == min_native_sources(source) > 2
+    assert neighbours.shape == (1, n_native)
+
+
+def test_a_lone_gsm8k_model_is_no_longer_estimated_at_one(gsm8k):
+    source, target = gsm8k.source.values, gsm8k.target.values[22]
+    tb = TailoredBench(random_state=0).fit(source)
+    probe = tb.plan(target[tb.g_set_], budget=30)
+    assert len(probe.native_sources) == min_native_sources(source[:, tb.g_set_])
+    # one native source gave 1.0 for this model of accuracy 0.373
+    assert abs(tb.estimate(probe, target[probe.items]) - target.mean()) < 0.15
 
 
 def test_calibrated_estimate_matches_item_by_item_formula(rng):
@@ -152,6 +190,19 @@ def test_estimator_checks_its_parameters_in_fit_and_its_inputs():
     probe = TailoredBench(g_size=5).fit(data[:20]).plan(data[25, :5], 15)
     with pytest.raises(TailoredBenchError, match="results"):
         TailoredBench(g_size=5).fit(data[:20]).estimate(probe, np.ones(3))
+
+
+def test_a_probe_planned_on_reordered_sources_is_refused():
+    data = synthetic_matrix(30, 80, 10)  # SYNTHETIC
+    planned = TailoredBench(g_size=5).fit(data[:20])
+    reordered = TailoredBench(g_size=5).fit(data[:20][::-1])
+    assert np.array_equal(planned.g_set_, reordered.g_set_)  # the G-set alone cannot tell them apart
+    probe = planned.plan(data[25, planned.g_set_], 15)
+    assert planned.estimate(probe, data[25, probe.items]) == planned.estimate(probe, data[25, probe.items])
+    with pytest.raises(TailoredBenchError, match="other source models"):
+        reordered.estimate(probe, data[25, probe.items])
+    with pytest.raises(TailoredBenchError, match="other source models"):
+        reordered.interval(probe, data[25, probe.items])
 
 
 def test_run_never_exceeds_the_budget():

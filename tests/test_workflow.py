@@ -207,6 +207,25 @@ def test_missing_g_set_results_and_budget(planned, arc, tmp_path, capsys):
     one_line_error(capsys, ["plan", "--state", str(plan), "--samples", str(full), "--budget", "5"], "must exceed")
 
 
+def test_samples_in_two_folders_of_one_name_are_two_models(planned, arc, tmp_path, capsys):
+    plan, probe = planned
+    first = write_samples(tmp_path / "run1", "model", probe[:5], arc.target.values[TARGET], "2025-01-01T00-00-00")
+    second = write_samples(tmp_path / "run2", "model", probe[5:], arc.target.values[0], "2025-01-01T00-00-00")
+    args = ["plan", "--state", str(plan), "--samples", str(first), str(second), "--budget", "30"]
+    one_line_error(capsys, args, "two folders named 'model'")
+    from tailoredbench.errors import DataError
+
+    with pytest.raises(DataError, match="two folders named 'model'"):
+        load_lm_eval_samples([first, second], "acc_norm")
+
+
+def test_plan_onto_a_dangling_symbolic_link_names_it(tmp_path, capsys):
+    link = tmp_path / "plan"
+    link.symlink_to(tmp_path / "nowhere" / "plan")
+    one_line_error(capsys, ["plan", "--benchmark", "arc_challenge", "--out", str(link)], f"{link}: a symbolic link to")
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_importer_errors(tmp_path):
     row = np.ones(5)
     a = write_samples(tmp_path, "m1", range(5), row, "2025-01-01T00-00-00")

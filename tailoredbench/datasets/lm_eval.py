@@ -194,8 +194,8 @@ def _filters(by_filter: dict) -> str:
 def load_lm_eval_samples(paths: Iterable[str | Path], metric: str, task: str | None = None) -> ResponseMatrix:
     """Per-sample files of one or many models as a models x doc_id response matrix.
 
-    The model id is the folder lm-eval wrote the file into; several files of one model (disjoint
-    ``--samples``) are merged, and every model must cover the same documents.
+    The model id is the folder lm-eval wrote the file into (two folders of one name are refused); several
+    files of one model (disjoint ``--samples``) are merged, and every model must cover the same documents.
 
     Examples
     --------
@@ -211,9 +211,16 @@ def load_lm_eval_samples(paths: Iterable[str | Path], metric: str, task: str | N
     (('m1', 'm2'), [[1.0, 0.0], [1.0, 1.0]])
     """
     per_model: dict[str, dict[int, float]] = {}
+    folders: dict[str, Path] = {}
     tasks = set()
     for path in paths:
         path = Path(path)
+        folder = folders.setdefault(path.parent.name, path.parent.resolve())
+        if folder != path.parent.resolve():
+            raise DataError(
+                f"samples in two folders named {folder.name!r} ({folder}, {path.parent.resolve()}): the folder's "
+                "name is the model id; give each model a folder of its own name"
+            )
         named = task_of(path)
         if named:
             tasks.add(named)

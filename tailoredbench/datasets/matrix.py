@@ -163,7 +163,8 @@ def validate_binary(values, source: str = "array") -> np.ndarray:
     if bad.any():
         row, col = np.argwhere(bad)[0]
         raise DataError(
-            f"{source}: non-binary value {array[row, col]!r} at row {row}, column {col}; expected 0/1 correctness"
+            f"{source}: non-binary value {float(array[row, col]):g} at row {row}, column {col} (0-based); "
+            "expected 0/1 correctness"
         )
     return array
 
@@ -203,6 +204,10 @@ def _read_csv(path: Path) -> ResponseMatrix:
     header, body = rows[0][1:], rows[1:]
     if not header:
         raise DataError(f"{path}: the header row names no items")
+    blank = next((column for column, item in enumerate(header, start=2) if not item.strip()), None)
+    if blank is not None:
+        trailing = " (a trailing comma?)" if blank == len(header) + 1 else ""
+        raise DataError(f"{path}: column {blank} of the header has an empty item id{trailing}; every item needs an id")
     # read as written: pandas would rename a repeated id ("q1.1") and hide the repeat
     repeated = sorted({item for item in header if header.count(item) > 1})
     if repeated:
@@ -220,6 +225,11 @@ def _read_csv(path: Path) -> ResponseMatrix:
         bad = next((cell for cell in row[1:] if not _NUMBER.fullmatch(cell.strip())), None)
         if bad is not None:
             raise DataError(f"{path}: values are not numeric 0/1 (line {line}: {bad!r})")
+        # named by line and item id, as the file is read (validate_binary only knows 0-based positions)
+        other = next(((item, c) for item, c in zip(header, row[1:], strict=True) if float(c) not in (0.0, 1.0)), None)
+        if other is not None:
+            item, cell = other
+            raise DataError(f"{path}: line {line}, item {item!r}: value {cell.strip()} is not 0 or 1 (correctness)")
     values = np.array([[float(cell) for cell in row[1:]] for row in body])
     return ResponseMatrix(values, tuple(models), tuple(header), source=str(path))
 
