@@ -24,7 +24,17 @@ from .errors import TailoredBenchError
 from .methods import METHODS
 from .sequential import ATLAS, MAX_BUDGET, ROUND_SIZE, check_precision, simulate_rounds, stop, stop_atlas
 from .simulate import simulate
-from .workflow import G_SET, N_SET, NSet, estimate, plan_g_set, plan_n_set, plan_round
+from .workflow import (
+    G_SET,
+    N_SET,
+    ROUND_METHODS,
+    NSet,
+    check_round_method,
+    estimate,
+    plan_g_set,
+    plan_n_set,
+    plan_round,
+)
 
 
 def _at_least(lowest: int, words: str):
@@ -146,6 +156,11 @@ def _build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--samples", nargs="+", help="step 2: lm-eval samples_<task>_*.jsonl files")
     plan.add_argument("--budget", type=_positive_int, help="step 2: items in all, G-set included")
     _add_precision(plan, "step 2 instead of --budget, run after each round")
+    plan.add_argument(
+        "--method",
+        help=f"with --precision: whose rounds, {' or '.join(ROUND_METHODS)} (default tailoredbench; "
+        "fluid: the items of highest Fisher information at the model's ability so far)",
+    )
     plan.add_argument("--force", action="store_true", help="replace a plan (or an N-set) already in the folder")
 
     est = sub.add_parser("estimate", help="estimate a new model's accuracy from its samples on the planned items")
@@ -320,6 +335,12 @@ def _simulate_precision(args, bench, common) -> int:
 
 def _plan(args) -> int:
     _check_precision_args(args)
+    if args.method is not None:
+        check_round_method(args.method)
+        if args.benchmark:
+            raise TailoredBenchError("--method goes with plan --state --precision; the G-set is every method's")
+        if args.method != "tailoredbench" and args.budget:
+            raise TailoredBenchError(f"{args.method} plans in rounds only: give --precision P, not --budget")
     if args.benchmark:
         if args.precision is not None or args.budget:
             raise TailoredBenchError("--budget and --precision go with plan --state, after the G-set's lm-eval run")
@@ -350,7 +371,14 @@ def _plan(args) -> int:
 
 def _plan_round(args) -> int:
     done = plan_round(
-        args.state, args.samples, args.precision, args.max_budget, args.round_size, seed=args.seed, force=args.force
+        args.state,
+        args.samples,
+        args.precision,
+        args.max_budget,
+        args.round_size,
+        seed=args.seed,
+        force=args.force,
+        method=args.method or "tailoredbench",
     )
     if "estimate" in done:
         print(
@@ -376,7 +404,8 @@ def _estimate(args) -> int:
         )
         if "precision" in result:
             print(f"{result['status']} (requested +-{result['precision']})")
-        print("native source models: " + ", ".join(result["native_sources"]))
+        if result["native_sources"]:  # fluid has none
+            print("native source models: " + ", ".join(result["native_sources"]))
     return 0
 
 

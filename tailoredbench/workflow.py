@@ -10,7 +10,9 @@ Three steps around two lm-eval runs, each leaving files in a plan folder:
 
 Or, instead of step 2, the sequential mode (beyond the paper): :func:`plan_round`, run after
 each lm-eval run, writes the next round's items (``round_1.json``, ...) until the interval is as
-narrow as the requested precision or the maximum budget is reached.
+narrow as the requested precision or the maximum budget is reached. Its rounds are TailoredBench's
+growing probe, or (``method="fluid"``) adaptive IRT testing after the G-set: each round the items of
+highest Fisher information at the model's ability so far (:mod:`tailoredbench.methods.fluid`).
 
 Every step refits from the pinned data with the stored seed (the answer of a simulation's run 0),
 so ``state.json``, a :class:`PlanState` checked whole when read, stays small; only the sequential
@@ -35,14 +37,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from . import atomic
 from ._version import __version__
+from .conformal import difficulty, interval, unlikeness
 from .datasets import load_benchmark
 from .datasets.benchmarks import BENCHMARKS
 from .datasets.lm_eval import DEFAULT_METRIC, model_of, read_samples, samples_argument
 from .errors import TailoredBenchError, check_integer
 from .estimator import TailoredBench
+from .intervals import pseudo_targets
+from .methods import MethodSpec, fluid
 from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
 
 if sys.platform != "win32":
@@ -59,6 +65,8 @@ _STAGED = re.compile(r"\.(state|g_set|n_set|round_[1-9][0-9]*)\.json\..+\.tmp")
 IN_USE = "in use by another command; try again when it has ended"
 #: The estimate's interval (calibrated on the source models, see tailoredbench.conformal).
 INTERVAL_LEVEL = 0.9
+#: The methods whose rounds the sequential mode plans (a fixed budget: TailoredBench's N-set only).
+ROUND_METHODS = ("tailoredbench", "fluid")
 
 
 def _require(ok: bool, message: str) -> None:
@@ -120,10 +128,12 @@ class Rounds:
     native_sources: tuple[str, ...]
     rounds: tuple[int, ...]
     rule: StoppingRule | None = None  # None until the first replay calibrates it; a saved plan holds one
+    method: str = "tailoredbench"  # whose rounds: one of ROUND_METHODS
 
     def __post_init__(self):
         _check_types(self)
         check_precision(self.precision)
+        check_round_method(self.method)
 
 
 @dataclass(frozen=True)
@@ -134,7 +144,9 @@ class PlanState:
     ``FORMAT`` alone decides whether a file can be read.
     """
 
-    FORMAT = 3  # bump when the JSON layout changes, and only then
+    FORMAT = 4  # bump when the JSON layout changes, and only then
+    #: Older formats still read: 3, whose rounds are all TailoredBench's (format 4 names their ``method``).
+    READS = (3,)
 
     benchmark: str
     task: str
@@ -199,7 +211,7 @@ class PlanState:
             raise TailoredBenchError("not a JSON state file (truncated or foreign?)") from None
         _require(isinstance(data, dict), f"not a plan state (a JSON {type(data).__name__})")
         found = data.get("state_format", 1)  # the states before formats were numbered are format 1
-        _require(found == cls.FORMAT, f"a plan state of format {found}, this is format {cls.FORMAT}")
+        _require(found in (cls.FORMAT, *cls.READS), f"a plan state of format {found}, this is format {cls.FORMAT}")
         _require(not {"budget", "precision"} <= data.keys(), "both a fixed budget and a precision")
         rule = data.get("rule")
         fields = {**data, "rule": _build(StoppingRule, rule)} if isinstance(rule, dict) else data
@@ -212,6 +224,13 @@ class PlanState:
         _require(files is None or (hashes and G_SET in files), "'files' is not the sha256 of each plan file")
         _require(data.get("checksum") == _checksum(data), "its contents do not match its checksum (edited or damaged)")
         return state, files
+
+
+def check_round_method(method) -> str:
+    """A method whose rounds the sequential mode plans, or a one-line error."""
+    if method not in ROUND_METHODS:
+        raise TailoredBenchError(f"plan in rounds by {' or '.join(ROUND_METHODS)}, not {method!r}")
+    return method
 
 
 def _json(value) -> str:
@@ -557,13 +576,17 @@ def _replaces(files: dict[str, str] | None, force: bool) -> typing.Callable[[str
     return lambda name: force or files is None or name in files or name == STATE
 
 
-def _sequential(state: PlanState, samples) -> dict:
-    """Replay the sequential mode on the samples: the rule, every round's probe, and where the rule stops.
+def _sequential(state: PlanState, samples, planned: dict[str, str] | None = None) -> dict:
+    """Replay the sequential mode on the samples: the rule, each round's new items (``round_items``, as far as
+    the answers give them), and where the rule stops, with the items used there (``items_used``).
 
-    ``stop``: the first answered round meeting the precision, else the last answered.
+    ``stop``: the first answered round meeting the precision, else the last answered. ``planned``: the
+    sha256 of the round files written so far, which a replay must write again (None: not checked).
     """
     plan = state.step
     assert isinstance(plan, Rounds)  # the callers replay a sequential plan only
+    if plan.method == "fluid":
+        return _fluid_sequential(state, samples, planned)
     bench, tb = fitted(state)
     results = _results(state, samples, bench.source.items)
     rule = plan.rule or tb.stopping_rule(plan.precision, plan.max_budget, plan.round_size, INTERVAL_LEVEL)
@@ -571,7 +594,8 @@ def _sequential(state: PlanState, samples) -> dict:
     native = tuple(bench.source.models[i] for i in probes[0].native_sources)
     if plan.native_sources not in ((), native):  # () before the first replay
         raise TailoredBenchError("the G-set results differ from those the rounds were planned with")
-    out = {"bench": bench, "rule": rule, "probes": probes, "native": native, "answered": 0, "status": "next round"}
+    out = {"bench": bench, "rule": rule, "native": native, "answered": 0, "status": "next round"}
+    out["round_items"] = [p.n_set[len(probes[i - 1].n_set) if i else 0 :] for i, p in enumerate(probes)]
     for index, probe in enumerate(probes):
         doc_ids = [bench.source.items[i] for i in probe.items]
         if not all(d in results for d in doc_ids):
@@ -586,7 +610,66 @@ def _sequential(state: PlanState, samples) -> dict:
     if out["answered"]:
         probe, y = probes[out["stop"]], out.pop("y")
         low, high = tb.interval(probe, y, rule=rule)
-        out.update(estimate=tb.estimate(probe, y, rule=rule), low=low, high=high)
+        out.update(estimate=tb.estimate(probe, y, rule=rule), low=low, high=high, items_used=probe.items)
+    return out
+
+
+def _fluid_rule(state: PlanState, plan: Rounds, source: np.ndarray) -> StoppingRule:
+    """Fluid's stopping rule, calibrated by running real use's procedure (each fold's own G-set of the plan's
+    size and distance, then rounds of the plan's size) on source models playing the new model."""
+    budgets = round_budgets(state.g_size, plan.round_size, plan.max_budget, source.shape[1])
+    real_use = MethodSpec.parse(
+        "fluid", {"g_set_size": state.g_size, "g_set_distance": state.distance, "round_size": plan.round_size}
+    )
+    pseudo = pseudo_targets(real_use, source, budgets, seed=state.seed)
+    return StoppingRule.calibrate(pseudo, plan.precision, INTERVAL_LEVEL)
+
+
+def _fluid_sequential(state: PlanState, samples, planned: dict[str, str] | None) -> dict:
+    """:func:`_sequential` for fluid: the adaptive test after the G-set (:func:`fluid.replay`) as far as answered."""
+    plan = state.step
+    assert isinstance(plan, Rounds)
+    bench, _ = fitted(state)
+    source, item_ids = bench.source.values, bench.source.items
+    results = _results(state, samples, item_ids)
+    _on(results, state.g_set_doc_ids, "G-set")
+    rule = plan.rule or _fluid_rule(state, plan, source)
+    model = fluid.Fluid().prepare(source, rule.budgets)["model"]  # the fit the calibration's runs make
+    position = {doc_id: i for i, doc_id in enumerate(item_ids)}
+    answers = {position[d]: v for d, v in results.items()}
+    with threadpool_limits(limits=1):
+        tests, pending = fluid.replay(model, answers, rule.budgets[-1], state.g_set, plan.round_size)
+    asked, ends = tests.items[0], (len(state.g_set), *rule.budgets)
+    answered = sum(end <= len(asked) for end in rule.budgets)
+    round_items = [asked[ends[r] : ends[r + 1]] for r in range(answered)] + ([pending] if len(pending) else [])
+    for index, items in enumerate(round_items):
+        name = ROUND.format(index + 1)
+        text = _json(samples_argument(state.task, [item_ids[i] for i in items]))
+        if planned and rule.budgets[index] in plan.rounds and planned.get(name) != _sha256(text.encode("utf-8")):
+            raise TailoredBenchError(
+                f"the answers differ from those the rounds were planned with ({name} would change)"
+            )
+    out = {
+        "bench": bench,
+        "rule": rule,
+        "native": (),
+        "answered": 0,
+        "status": "next round",
+        "round_items": round_items,
+    }
+    for index, budget in enumerate(rule.budgets[:answered]):
+        value = float(tests.estimates(model, budget)[0])
+        hardness = difficulty(value, unlikeness(source, asked[:budget], tests.answers[0, :budget]), budget)
+        halfwidth = rule.halfwidth(budget, hardness)
+        low, high = interval(value, halfwidth)
+        out.update(answered=index + 1, stop=index, estimate=value, low=float(low), high=float(high))
+        out["items_used"] = asked[:budget]
+        if halfwidth <= rule.precision:  # the rule stops here, even if more rounds were answered
+            out["status"] = "precision reached"
+            break
+    else:
+        if answered == len(rule.budgets):
+            out["status"] = "maximum budget reached"
     return out
 
 
@@ -598,6 +681,7 @@ def plan_round(
     round_size: int = ROUND_SIZE,
     seed: int | None = None,
     force: bool = False,
+    method: str = "tailoredbench",
 ) -> dict:
     """The sequential mode: after the G-set or a round, write the next round's items or say that it is done.
 
@@ -605,24 +689,36 @@ def plan_round(
     at most ``precision`` or ``max_budget`` items were asked. Returns ``status`` (``"next round"``,
     ``"precision reached"`` or ``"maximum budget reached"``), ``items`` asked, the ``file`` written
     (or ``None``) and, once a round is answered, the estimate and its interval.
+
+    ``method``: ``"tailoredbench"`` (its growing probe, planned from the G-set) or ``"fluid"`` (the items of
+    highest Fisher information at the ability from every answer so far). A changed answer that would change
+    a round already written is refused, unless ``force`` (the rounds are then planned again from the answers).
     """
     folder = Path(folder)
     with _locked(folder):
         state, files = _read(folder, seed)
         _check_files(folder, files, step=not force)
-        return _plan_round(folder, state, files, samples, precision, max_budget, round_size, force)
+        return _plan_round(folder, state, files, samples, precision, max_budget, round_size, force, method)
 
 
-def _plan_round(folder: Path, state: PlanState, files, samples, precision, max_budget, round_size, force) -> dict:
+def _plan_round(
+    folder: Path, state: PlanState, files, samples, precision, max_budget, round_size, force, method
+) -> dict:
     precision = check_precision(precision)
+    method = check_round_method(method)
     model = _one_model(samples)
     max_budget, round_size = check_integer(max_budget, "max budget"), check_integer(round_size, "round size", 1)
     settings: dict[str, typing.Any] = dict(precision=precision, max_budget=max_budget, round_size=round_size)
-    settings["model"] = model
+    settings.update(model=model, method=method)
     old = state.step
     if isinstance(old, NSet) and not force:
         raise TailoredBenchError(
             f"{folder}: holds an N-set of budget {old.budget}; add --force to plan to a precision instead"
+        )
+    if isinstance(old, Rounds) and old.method != method and not force:
+        raise TailoredBenchError(
+            f"{folder}: planned in rounds by {old.method}, not {method}; add --force to start again, "
+            "or plan into a new folder"
         )
     same = isinstance(old, Rounds) and all(getattr(old, k) == v for k, v in settings.items())
     if isinstance(old, Rounds) and not same and not force:
@@ -631,23 +727,27 @@ def _plan_round(folder: Path, state: PlanState, files, samples, precision, max_b
             f"{folder}: planned with {planned}; add --force to start again, or plan into a new folder"
         )
     state = state.then(old if isinstance(old, Rounds) and same else Rounds(**settings, native_sources=(), rounds=()))
-    replayed = _sequential(state, samples)
-    bench, probes, answered = replayed["bench"], replayed["probes"], replayed["answered"]
+    replayed = _sequential(state, samples, None if force else files)
+    bench, answered, round_items = replayed["bench"], replayed["answered"], replayed["round_items"]
+    budgets = list(replayed["rule"].budgets)
     out = {k: replayed[k] for k in ("status", "estimate", "low", "high", "rule") if k in replayed}
-    out.update(items=probes[replayed["stop"]].budget if answered else len(state.g_set), file=None, round=answered)
+    out.update(items=budgets[replayed["stop"]] if answered else len(state.g_set), file=None, round=answered)
     if out["status"] == "next round":
         out.update(file=str(folder / ROUND.format(answered + 1)), round=answered + 1)
     step = state.step
     assert isinstance(step, Rounds)  # set just above
-    rounds = tuple(sorted({*step.rounds, *(int(p.budget) for p in probes[: out["round"]])}))
+    rounds = tuple(sorted({*step.rounds, *budgets[: out["round"]]}))
+    if force:  # fluid's rounds beyond the answers given are planned again when reached
+        rounds = tuple(b for b in rounds if budgets.index(b) < len(round_items))
     kept = dataclasses.replace(step, native_sources=replayed["native"], rounds=rounds, rule=replayed["rule"])
-    # every round planned so far, rewritten only where it differs: the rounds depend on the G-set alone
-    budgets = [int(p.budget) for p in probes]
+    # every round planned so far, rewritten only where it differs: the replay checked that none would
     with _Step(folder, _replaces(files, force)) as written:  # a new plan's (or a forced one's) rounds start again
         written.keep(G_SET)
         for index in sorted(budgets.index(b) for b in rounds):
-            new = probes[index].n_set[len(probes[index - 1].n_set) if index else 0 :]
-            items = [bench.source.items[i] for i in new]
+            if index >= len(round_items):  # a fluid round after one whose answers were not given
+                written.keep(ROUND.format(index + 1))
+                continue
+            items = [bench.source.items[i] for i in round_items[index]]
             written.write(ROUND.format(index + 1), _json(samples_argument(state.task, items)))
         written.commit(state.then(kept))
     return {**out, "precision": precision}
@@ -663,10 +763,10 @@ def estimate(folder: str | Path, samples, seed: int | None = None) -> dict:
     with _locked(folder, shared=True):
         state, files = _read(folder, seed)
         _check_files(folder, files)
-        return _estimate(folder, state, samples)
+        return _estimate(folder, state, files, samples)
 
 
-def _estimate(folder: Path, state: PlanState, samples) -> dict:
+def _estimate(folder: Path, state: PlanState, files, samples) -> dict:
     step = state.step
     if step is None:
         raise TailoredBenchError(f"{folder}: plan the N-set first ('tailoredbench plan --state ... --budget N')")
@@ -675,15 +775,16 @@ def _estimate(folder: Path, state: PlanState, samples) -> dict:
         raise TailoredBenchError(f"the samples come from {model}, the N-set was planned for {step.model}")
     common = {k: getattr(state, k) for k in ("benchmark", "task", "metric")} | {"interval_level": INTERVAL_LEVEL}
     end = {"seed": state.seed, "native_sources": list(step.native_sources), "model": model}
+    end["method"] = getattr(step, "method", "tailoredbench")
     if isinstance(step, Rounds):
-        replayed = _sequential(state, samples)
+        replayed = _sequential(state, samples, files)
         if not replayed["answered"]:
             raise TailoredBenchError("no round is answered yet: run lm-eval on round_1.json, then plan or estimate")
-        probe, status = replayed["probes"][replayed["stop"]], replayed["status"]
+        status, items = replayed["status"], replayed["items_used"]
         result = {"estimate": replayed["estimate"], "interval_low": replayed["low"], "interval_high": replayed["high"]}
-        result.update(budget=probe.budget, precision=step.precision, precision_met=status == "precision reached")
+        result.update(budget=len(items), precision=step.precision, precision_met=status == "precision reached")
         result["status"] = "precision not reached yet: plan the next round" if status == "next round" else status
-        items_used = [replayed["bench"].source.items[i] for i in probe.items]
+        items_used = [replayed["bench"].source.items[i] for i in items]
     else:
         _, tb, results, probe = _probe(state, samples, step.budget)
         if tuple(int(i) for i in probe.n_set) != step.n_set:

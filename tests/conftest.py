@@ -119,6 +119,7 @@ SLOW = {
     "test_simulation_records_intervals_and_coverage",
     "test_rounds_to_a_precision_through_the_cli",
     "test_rounds_keep_the_stopping_rule_they_calibrated",
+    "test_fluid_rounds_are_the_most_informative_items_until_the_precision",
     "test_a_closed_pipe_ends_quietly",
     "test_a_multi_process_dask_cluster_by_address_from_python_and_the_command_line",
     "test_a_local_dask_cluster_by_default_from_the_command_line",

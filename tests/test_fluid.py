@@ -8,14 +8,16 @@ from scipy.optimize import minimize_scalar
 from scipy.special import expit, log_expit
 
 from conftest import synthetic_matrix
+from tailoredbench import rng
 from tailoredbench.cli import main
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import fluid, irt
+from tailoredbench.methods import MethodSpec, fluid, irt
 from tailoredbench.methods.fluid import Fluid
 from tailoredbench.methods.irt import IRTModel
 from tailoredbench.oracle import Oracle
 from tailoredbench.sequential import ATLAS, atlas_pseudo_targets, precision_table, simulate_rounds, stop, stop_atlas
 from tailoredbench.stopping import AbilityRule
+from tailoredbench.tailored import g_set
 
 # SYNTHETIC: a hand-made 2PL model and targets drawn from it
 GEN = np.random.default_rng(7)
@@ -225,3 +227,62 @@ def test_the_precision_table_puts_atlas_rule_beside_fluid(fluid_rounds):
         and row["coverage"] == atlas.summary["coverage"].iloc[0]
     )
     assert list(precision_table({"pair": rounds}, [0.08])["method"]) == ["fluid"]
+
+
+def test_a_test_starts_from_given_items_then_asks_rounds_of_the_most_informative():
+    start = [3, 7, 11]
+    tests = fluid.adaptive_tests(MODEL, Oracle(TARGETS, 20), 20, start=start, round_size=4)
+    assert (tests.items[:, :3] == start).all()
+    for t in range(len(TARGETS)):
+        items, answers = tests.items[t], tests.answers[t]
+        for end, k in ((3, 4), (7, 4), (11, 4), (15, 4), (19, 1)):  # the last round cut to the budget
+            expected = fluid.next_items(MODEL, answers[:end], items[:end], k)
+            np.testing.assert_array_equal(items[end : end + k], expected)
+            # the ability after a round, from all its answers, at each of the round's items
+            assert tests.theta[t, end + k - 1] == pytest.approx(
+                fluid.ability(MODEL, items[: end + k], answers[: end + k])[0]
+            )
+            assert (tests.theta[t, end : end + k] == tests.theta[t, end + k - 1]).all()
+
+
+def test_replay_is_the_same_test_from_one_models_answers_so_far():
+    tests = fluid.adaptive_tests(MODEL, Oracle(TARGETS, 20), 20, start=[3, 7, 11], round_size=4)
+    for t in range(len(TARGETS)):
+        known = dict(enumerate(TARGETS[t]))
+        alone, pending = fluid.replay(MODEL, known, 20, start=[3, 7, 11], round_size=4)
+        for field in ("items", "answers", "theta", "se"):  # exactly: the same code, whatever the others tested
+            np.testing.assert_array_equal(getattr(alone, field)[0], getattr(tests, field)[t])
+        assert len(pending) == 0
+        # answers through the second round only: the test stops there, with the third round to ask
+        asked = tests.items[t, :11]
+        partial, pending = fluid.replay(MODEL, {i: known[i] for i in asked}, 20, start=[3, 7, 11], round_size=4)
+        np.testing.assert_array_equal(partial.items[0], asked)
+        np.testing.assert_array_equal(pending, tests.items[t, 11:15])
+    with pytest.raises(TailoredBenchError, match="repeat"):
+        fluid.replay(MODEL, {}, 20, start=[3, 3])
+
+
+def test_a_targets_test_does_not_depend_on_the_targets_tested_with_it():
+    together = fluid.adaptive_tests(MODEL, Oracle(TARGETS, 15), 15)
+    for t in range(len(TARGETS)):
+        alone = fluid.adaptive_tests(MODEL, Oracle(TARGETS[t : t + 1], 15), 15)
+        np.testing.assert_array_equal(alone.theta[0], together.theta[t])
+        np.testing.assert_array_equal(alone.items[0], together.items[t])
+
+
+def test_the_method_starts_at_each_runs_g_set_and_asks_rounds(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAILOREDBENCH_CACHE", str(tmp_path))
+    source, targets = PAIR
+    spec = MethodSpec.parse("fluid", {"g_set_size": 6, "round_size": 3})
+    prepared = spec.method.prepare(source, [9, 12, 13], **spec.options)
+    oracles = {b: Oracle(targets, b) for b in (9, 12, 13)}
+    found = spec.method.run(prepared, source, [oracles], [(2, 5)], **spec.options)[0][""]
+    g_items = g_set(source, 6, random_state=rng.stream((2, 5), rng.G_SET))
+    tests = fluid.adaptive_tests(prepared["model"], Oracle(targets, 13), 13, start=g_items, round_size=3)
+    for budget in (9, 12, 13):
+        np.testing.assert_array_equal(found[budget], tests.estimates(prepared["model"], budget))
+        assert set(oracles[budget].revealed(0)[0]) == set(tests.items[0, :budget])
+    with pytest.raises(TailoredBenchError, match="budget 10 is not the end of a round of 3 after 6 items"):
+        spec.method.run(prepared, source, [{b: Oracle(targets, b) for b in (10, 13)}], [(2, 5)], **spec.options)
+    with pytest.raises(TailoredBenchError, match="round_size"):
+        MethodSpec.parse("fluid", {"round_size": 0})

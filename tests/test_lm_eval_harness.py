@@ -167,3 +167,26 @@ def test_gsm8k_samples_of_two_filters_are_read_by_the_one_named(tasks, tmp_path,
     assert main(["plan", "--state", str(other), "--samples", str(first), "--budget", "30"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "'strict-match', 'whole'" in err and "exact_match,strict-match" in err
+
+
+def test_fluid_rounds_to_a_precision_with_lm_eval(tasks, tmp_path, capsys):
+    """fluid's rounds (one item each) are lm-eval --samples selections, and its samples are read back."""
+    plan, out = tmp_path / "plan", tmp_path / "out"
+    assert main(["plan", "--benchmark", "arc_challenge", "--out", str(plan)]) == 0
+    files = lm_eval(tasks, plan / "g_set.json", out)
+    args = ["plan", "--state", str(plan), "--method", "fluid", "--precision", "0.05", "--max-budget", "12"]
+    args += ["--round-size", "1"]
+    for k in (1, 2):
+        assert main([*args, "--samples", *map(str, files)]) == 0
+        if not (plan / f"round_{k}.json").exists():
+            break
+        assert len(json.loads((plan / f"round_{k}.json").read_text())["arc_challenge"]) == 1
+        files += lm_eval(tasks, plan / f"round_{k}.json", out)
+    assert main([*args, "--samples", *map(str, files)]) == 0  # replayed: nothing more to ask
+    capsys.readouterr()
+    assert main(["estimate", "--state", str(plan), "--samples", *map(str, files), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["method"] == "fluid" and result["model"] == "dummy({})" and result["native_sources"] == []
+    assert result["budget"] in (11, 12) and len(result["items_used"]) == result["budget"]
+    assert result["status"] in ("precision reached", "maximum budget reached")
+    assert 0.0 <= result["interval_low"] <= result["estimate"] <= result["interval_high"] <= 1.0

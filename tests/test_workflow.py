@@ -10,11 +10,15 @@ import pytest
 
 from tailoredbench import TailoredBench, __version__, load_benchmark
 from tailoredbench.cli import main
+from tailoredbench.conformal import difficulty, interval, unlikeness
 from tailoredbench.datasets.lm_eval import load_lm_eval_samples, parse_samples_argument, read_samples
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import MethodSpec
+from tailoredbench.intervals import pseudo_targets
+from tailoredbench.methods import MethodSpec, fluid
+from tailoredbench.methods.fluid import Fluid
 from tailoredbench.oracle import Oracle
-from tailoredbench.workflow import NSet, PlanState, Rounds, _checksum, plan_n_set, read_state
+from tailoredbench.stopping import StoppingRule
+from tailoredbench.workflow import NSet, PlanState, Rounds, _checksum, plan_n_set, plan_round, read_state
 
 TARGET = 17  # a held-out (target) model of the ARC split
 
@@ -330,3 +334,149 @@ def test_rounds_keep_the_stopping_rule_they_calibrated(planned, arc, tmp_path, c
         (plan / "state.json").write_text(reseal({**state, "rule": rule}))
         estimate = ["estimate", "--state", str(plan), "--samples", *map(str, files)]
         one_line_error(capsys, estimate, f"{plan.name}/state.json: {message}")
+
+
+def fluid_plan(plan, row, out, precision, max_budget, round_size, method="fluid"):
+    """Plan fluid's rounds through the CLI, each answered with ``row``'s recorded results, until it stops:
+    the plan's arguments, the samples files and each round's doc_ids."""
+    probe = json.loads((plan / "g_set.json").read_text())["arc_challenge"]
+    files = [write_samples(out, "held-out", probe, row, "2025-01-01T00-00-00.000000")]
+    args = ["plan", "--state", str(plan), "--method", method, "--precision", str(precision)]
+    args += ["--max-budget", str(max_budget), "--round-size", str(round_size)]
+    rounds = []
+    while main([*args, "--samples", *map(str, files)]) == 0 and (plan / f"round_{len(rounds) + 1}.json").exists():
+        rounds.append(json.loads((plan / f"round_{len(rounds) + 1}.json").read_text())["arc_challenge"])
+        files.append(write_samples(out, "held-out", rounds[-1], row, f"2025-01-01T00-{len(rounds):02d}-00.000000"))
+    return args, files, rounds
+
+
+def estimate_json(capsys, plan, files) -> dict:
+    capsys.readouterr()
+    assert main(["estimate", "--state", str(plan), "--samples", *map(str, files), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_fluid_rounds_are_the_most_informative_items_until_the_precision(planned, arc, tmp_path, capsys):
+    """Each round: the k items of highest information at the MAP ability from every answer so far; the rule,
+    calibrated by the same procedure on source models, stops at the first round narrow enough."""
+    plan, probe = planned
+    row, source = arc.target.values[TARGET], arc.source.values
+    args, files, rounds = fluid_plan(plan, row, tmp_path / "out", 0.06, 60, 5)
+    assert rounds and all(len(r) == 5 for r in rounds)
+    position = {doc_id: i for i, doc_id in enumerate(arc.source.items)}
+    model = Fluid().prepare(source, [60])["model"]
+    asked = [position[d] for d in probe]
+    for items in rounds:
+        expected = fluid.next_items(model, row[asked], asked, 5)
+        assert [position[d] for d in items] == expected.tolist()
+        asked += expected.tolist()
+
+    # the rule: pseudo-targets of fluid started at each fold's G-set in rounds of 5, as real use
+    state = read_state(plan)
+    assert isinstance(state.step, Rounds) and state.step.method == "fluid" and state.step.native_sources == ()
+    real_use = MethodSpec.parse("fluid", {"g_set_size": 10, "g_set_distance": "manhattan", "round_size": 5})
+    budgets = tuple(range(15, 61, 5))
+    rule = StoppingRule.calibrate(pseudo_targets(real_use, source, budgets, seed=0), 0.06, 0.9)
+    assert state.step.rule == rule and state.step.rounds == budgets[: len(rounds)]
+
+    # the estimate: the simulated procedure's (run 0 of seed 0) at the first round whose interval is narrow enough
+    oracles = {b: Oracle(row[None, :], b) for b in budgets}
+    prepared = real_use.method.prepare(source, budgets, **real_use.options)
+    simulated = real_use.method.run(prepared, source, [oracles], [(0, 0)], **real_use.options)[0][""]
+    assert oracles[budgets[len(rounds) - 1]].revealed(0)[0].tolist() == sorted(asked)
+    halfwidths = [
+        rule.halfwidth(b, difficulty(simulated[b][0], unlikeness(source, asked[:b], row[asked[:b]]), b))
+        for b in budgets[: len(rounds)]
+    ]
+    stop = next(i for i, h in enumerate(halfwidths) if h <= 0.06)
+    assert stop == len(rounds) - 1  # no round planned after the rule stopped
+    result = estimate_json(capsys, plan, files)
+    assert result["status"] == "precision reached" and result["precision_met"] and result["method"] == "fluid"
+    assert result["budget"] == budgets[stop] == len(result["items_used"]) and result["native_sources"] == []
+    assert result["estimate"] == pytest.approx(simulated[budgets[stop]][0], abs=1e-12)
+    low, high = interval(simulated[budgets[stop]][0], halfwidths[stop])
+    assert (result["interval_low"], result["interval_high"]) == pytest.approx((low, high), abs=1e-12)
+    assert abs(result["estimate"] - row.mean()) < 0.1
+
+    # the replay is deterministic: again, in another order, nothing changes; a new plan writes the same rounds
+    written = {p.name: p.read_bytes() for p in plan.iterdir()}
+    assert main([*args, "--samples", *map(str, files[::-1])]) == 0
+    assert {p.name: p.read_bytes() for p in plan.iterdir()} == written
+    again = tmp_path / "again"
+    assert main(["plan", "--benchmark", "arc_challenge", "--out", str(again)]) == 0
+    assert fluid_plan(again, row, tmp_path / "out-again", 0.06, 60, 5)[2] == rounds
+
+
+def test_fluid_rounds_of_one_item_to_the_maximum_budget(planned, arc, tmp_path, capsys):
+    plan, probe = planned
+    row = arc.target.values[TARGET]
+    _, files, rounds = fluid_plan(plan, row, tmp_path / "out", 0.01, 14, 1)
+    assert [len(r) for r in rounds] == [1, 1, 1, 1]
+    model = Fluid().prepare(arc.source.values, [14])["model"]
+    position = {doc_id: i for i, doc_id in enumerate(arc.source.items)}
+    asked = [position[d] for d in probe]
+    for (item,) in rounds:
+        info = fluid.information(model, [fluid.ability(model, asked, row[asked])[0]])[0]
+        info[asked] = -np.inf
+        assert position[item] == int(np.argmax(info))
+        asked.append(position[item])
+    result = estimate_json(capsys, plan, files)
+    assert result["status"] == "maximum budget reached" and not result["precision_met"]
+    assert result["budget"] == 14 and sorted(result["items_used"]) == sorted(probe + [r[0] for r in rounds])
+    assert result["interval_high"] - result["interval_low"] > 0.02
+
+
+def test_fluid_refuses_a_changed_answer_that_would_change_a_round(planned, arc, tmp_path, capsys):
+    plan, probe = planned
+    row = arc.target.values[TARGET].copy()
+    g = write_samples(tmp_path / "out", "m", probe, row, "2025-01-01T00-00-00.000000")
+    args = ["plan", "--state", str(plan), "--method", "fluid", "--precision", "0.01", "--max-budget", "30"]
+    assert main([*args, "--samples", str(g)]) == 0
+    first = json.loads((plan / "round_1.json").read_text())["arc_challenge"]
+    one = write_samples(tmp_path / "out", "m", first, row, "2025-01-01T00-01-00.000000")
+    assert main([*args, "--samples", str(g), str(one)]) == 0
+    second = (plan / "round_2.json").read_text()
+    row[first] = 1 - row[first]  # the same model, other answers on round 1
+    changed = write_samples(tmp_path / "out", "m", first, row, "2025-01-01T00-01-00.000000")
+    message = "the answers differ from those the rounds were planned with (round_2.json would change)"
+    one_line_error(capsys, [*args, "--samples", str(g), str(changed)], message)
+    one_line_error(capsys, ["estimate", "--state", str(plan), "--samples", str(g), str(changed)], message)
+    assert (plan / "round_2.json").read_text() == second  # nothing was replaced
+    assert main([*args, "--samples", str(g), str(changed), "--force"]) == 0  # planned again from these answers
+    assert (plan / "round_2.json").read_text() != second
+
+
+def test_plan_refuses_mixing_methods_and_fluid_at_a_fixed_budget(planned, arc, tmp_path, capsys):
+    plan, probe = planned
+    g = write_samples(tmp_path, "m", probe, arc.target.values[0], "2025-01-01T00-00-00")
+    base = ["plan", "--state", str(plan), "--samples", str(g)]
+    rounds = [*base, "--precision", "0.05", "--max-budget", "20"]
+    one_line_error(capsys, [*base, "--method", "fluid", "--budget", "30"], "fluid plans in rounds only")
+    one_line_error(capsys, [*rounds, "--method", "gp_irt"], "plan in rounds by tailoredbench or fluid, not 'gp_irt'")
+    step_1 = ["plan", "--benchmark", "arc_challenge", "--out", str(tmp_path / "new"), "--method", "fluid"]
+    one_line_error(capsys, step_1, "--method goes with plan --state --precision")
+    tailored = read_state(plan).then(Rounds(0.05, 20, 5, "folder m", (), ()))  # TailoredBench's, none planned yet
+    (plan / "state.json").write_text(tailored.to_json())
+    one_line_error(capsys, [*rounds, "--method", "fluid"], "planned in rounds by tailoredbench, not fluid; add --force")
+    assert read_state(plan).step.method == "tailoredbench"
+    assert main([*rounds, "--method", "fluid", "--force"]) == 0
+    assert read_state(plan).step.method == "fluid"
+    one_line_error(capsys, rounds, "planned in rounds by fluid, not tailoredbench; add --force")
+    one_line_error(capsys, [*rounds, "--method", "tailoredbench"], "planned in rounds by fluid, not tailoredbench")
+    one_line_error(capsys, [*base, "--budget", "30"], "holds a plan to precision 0.05; add --force")
+    with pytest.raises(TailoredBenchError, match="not 'random'"):
+        plan_round(plan, [g], 0.05, 20, method="random")
+
+
+def test_a_format_3_state_is_read_with_tailoredbenchs_rounds(planned):
+    plan, _ = planned
+    (plan / "state.json").write_text(read_state(plan).then(Rounds(0.05, 20, 5, "m", (), ())).to_json())
+    state = json.loads((plan / "state.json").read_text())
+    assert state["state_format"] == 4 and state["method"] == "tailoredbench"
+    older = {k: v for k, v in state.items() if k not in ("method", "checksum")} | {"state_format": 3}
+    (plan / "state.json").write_text(reseal(older))
+    assert read_state(plan) == PlanState.from_json(json.dumps(state))
+    fluid_state = read_state(plan).then(dataclasses.replace(read_state(plan).step, method="fluid"))
+    assert PlanState.from_json(fluid_state.to_json()) == fluid_state
+    with pytest.raises(TailoredBenchError, match="plan in rounds by tailoredbench or fluid, not 'gp_irt'"):
+        dataclasses.replace(fluid_state.step, method="gp_irt")

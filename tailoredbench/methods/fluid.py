@@ -15,10 +15,20 @@ prefix of a larger one's (the option ``grow`` is accepted for the precision mode
 Nothing is drawn at random: a target's items depend only on its answers, so every run and seed gives the
 same numbers. ATLAS stops a test when the ability's posterior standard error (:func:`ability`) falls below
 a threshold; :func:`tailoredbench.sequential.stop_atlas` calibrates that threshold on source models.
+
+Real use (``tailoredbench plan --method fluid --precision P``) runs the same test with two settings that the
+simulations of the reports leave at their defaults: it starts from a set of items already asked, TailoredBench's
+G-set of step 1 (option ``g_set_size``: chosen on the sources as TailoredBench chooses it, the ability's first
+estimate taken from its answers), and then asks ``round_size`` items at a time, the most informative at the
+ability after the previous round (one lm-eval run per round). With ``g_set_size=0`` and ``round_size=1`` it is
+Fluid Benchmarking's test above. Its interval and stopping rule are calibrated by running exactly that
+procedure on source models playing targets (:func:`tailoredbench.intervals.pseudo_targets` with these
+options), and :func:`replay` runs the very code of :func:`adaptive_tests` on one model's answers so far.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -26,8 +36,12 @@ import numpy as np
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
+from .. import rng
+from ..distances import check_distance
 from ..errors import TailoredBenchError, check_integer
+from ..kmedoids import binary_points
 from ..oracle import Oracle
+from ..tailored import g_set
 from .base import Method
 from .irt import LOGIT_CLIP, PRIOR, IRTModel, fitted
 
@@ -52,14 +66,18 @@ def _abilities(
     steps, and their posterior standard errors ``1 / sqrt(1 + information of the asked items)``."""
     a, b = model.a[items, 0], model.b[items]
     theta = np.zeros(len(items)) if start is None else np.array(start, dtype=float)
+    # each model stops on its own step: its ability does not depend on the models tested with it
+    active = np.ones(len(items), dtype=bool)
     for _ in range(NEWTON_STEPS):
-        p = expit(np.clip(a * theta[:, None] - b, -LOGIT_CLIP, LOGIT_CLIP))
-        grad = ((p - answers) * a).sum(axis=1) + ABILITY_PRIOR * theta
-        hessian = (p * (1 - p) * a**2).sum(axis=1) + ABILITY_PRIOR
+        a_on, b_on, t_on = a[active], b[active], theta[active]
+        p = expit(np.clip(a_on * t_on[:, None] - b_on, -LOGIT_CLIP, LOGIT_CLIP))
+        grad = ((p - answers[active]) * a_on).sum(axis=1) + ABILITY_PRIOR * t_on
+        hessian = (p * (1 - p) * a_on**2).sum(axis=1) + ABILITY_PRIOR
         step = grad / hessian
         # the log-posterior is concave: a Newton step, capped for safety
-        theta -= np.clip(step, -2.0, 2.0)
-        if np.abs(step).max(initial=0.0) < 1e-10:
+        theta[active] = t_on - np.clip(step, -2.0, 2.0)
+        active[active] = np.abs(step) >= 1e-10
+        if not active.any():
             break
     p = expit(np.clip(a * theta[:, None] - b, -LOGIT_CLIP, LOGIT_CLIP))
     return theta, 1 / np.sqrt((p * (1 - p) * a**2).sum(axis=1) + ABILITY_PRIOR)
@@ -124,7 +142,7 @@ def _estimates(model: IRTModel, items: np.ndarray, answers: np.ndarray, theta: n
 @dataclass(frozen=True)
 class AdaptiveTests:
     """Adaptive tests of several targets: each one's items in the order asked, answers, and the ability
-    and its standard error after each answer (all targets x items asked)."""
+    and its standard error after each answer's round (all targets x items asked)."""
 
     items: np.ndarray
     answers: np.ndarray
@@ -132,58 +150,144 @@ class AdaptiveTests:
     se: np.ndarray
 
     def estimates(self, model: IRTModel, budget: int) -> np.ndarray:
-        """Every target's accuracy estimate after its first ``budget`` answers."""
+        """Every target's accuracy estimate after its first ``budget`` answers (a round's end)."""
         return _estimates(model, self.items[:, :budget], self.answers[:, :budget], self.theta[:, budget - 1])
 
 
-def adaptive_tests(model: IRTModel, oracle: Oracle, budget: int) -> AdaptiveTests:
-    """Every target of ``oracle`` tested adaptively, one item at a time, to ``budget`` items."""
-    n_targets, n_items = oracle.n_targets, len(model.b)
+def adaptive_tests(
+    model: IRTModel, oracle: Oracle, budget: int, start: Sequence[int] = (), round_size: int = 1
+) -> AdaptiveTests:
+    """Every target of ``oracle`` tested adaptively to ``budget`` items: first the items ``start`` (none: the
+    most informative at the prior's centre), then rounds of ``round_size`` items (the last one cut to the budget)."""
+    return _adaptive(model, oracle.ask_each, oracle.n_targets, budget, start, round_size)[0]
+
+
+def replay(
+    model: IRTModel, answers: Mapping[int, float], budget: int, start: Sequence[int] = (), round_size: int = 1
+) -> tuple[AdaptiveTests, np.ndarray]:
+    """One model's test (:func:`adaptive_tests`, the same code) from its ``answers`` so far (item -> 0/1): the
+    test up to its first round not wholly answered, and that round's items (none once ``budget`` is reached).
+
+    Examples
+    --------
+    >>> model = IRTModel(np.array([[1.0], [2.0], [2.0]]), np.array([0.0, 0.0, 3.0]), np.zeros((1, 1)))
+    >>> tests, pending = replay(model, {1: 1.0}, budget=3, start=[1], round_size=2)
+    >>> tests.items.tolist(), pending.tolist()
+    ([[1]], [2, 0])
+    """
+
+    def ask(items: np.ndarray) -> np.ndarray | None:
+        found = [answers.get(int(i)) for i in items[0]]
+        return None if any(v is None for v in found) else np.array([found], dtype=float)
+
+    tests, pending = _adaptive(model, ask, 1, budget, start, round_size)
+    return tests, pending[0]
+
+
+def _adaptive(
+    model: IRTModel,
+    ask: Callable[[np.ndarray], np.ndarray | None],
+    n_targets: int,
+    budget: int,
+    start: Sequence[int],
+    round_size: int,
+) -> tuple[AdaptiveTests, np.ndarray]:
+    """The test of :func:`adaptive_tests`, asking ``ask(items)`` (targets x k) each round; it ends early when
+    ``ask`` gives None, with the round it could not ask (targets x k; x 0 at the budget)."""
+    n_items = len(model.b)
+    first = np.asarray(start, dtype=np.int64).reshape(-1)
+    round_size = check_integer(round_size, "round size", 1)
+    budget = check_integer(budget, "budget", len(first) + 1 if len(first) else 1)
+    if budget > n_items or (len(first) and (first.min() < 0 or first.max() >= n_items)):
+        raise TailoredBenchError(f"a test of {budget} items, starting at items below {n_items}, of {n_items} items")
+    if len(np.unique(first)) < len(first):
+        raise TailoredBenchError("the items a test starts with repeat")
     items = np.empty((n_targets, budget), dtype=np.int64)
     answers, theta, se = (np.empty((n_targets, budget)) for _ in range(3))
     rows = np.arange(n_targets)
     unasked = np.ones((n_targets, n_items), dtype=bool)
     current = np.zeros(n_targets)
-    for k in range(budget):
-        info = information(model, current)
-        info[~unasked] = -np.inf
-        items[:, k] = info.argmax(axis=1)  # the first on ties: the lower index
-        unasked[rows, items[:, k]] = False
-        answers[:, k] = oracle.ask_each(items[:, k : k + 1])[:, 0]
-        current, se[:, k] = _abilities(model, items[:, : k + 1], answers[:, : k + 1], start=current)
-        theta[:, k] = current
-    return AdaptiveTests(items, answers, theta, se)
+    asked = 0
+    chosen = np.tile(first, (n_targets, 1)) if len(first) else None
+    while asked < budget:
+        if chosen is None:
+            info = information(model, current)
+            info[~unasked] = -np.inf
+            k = min(round_size, budget - asked)
+            # the most informative first, ties to the lower index
+            chosen = info.argmax(axis=1)[:, None] if k == 1 else np.argsort(-info, axis=1, kind="stable")[:, :k]
+        got = ask(chosen)
+        if got is None:
+            break
+        done = slice(asked, asked + chosen.shape[1])
+        items[:, done], answers[:, done] = chosen, got
+        unasked[rows[:, None], chosen] = False
+        asked += chosen.shape[1]
+        current, now = _abilities(model, items[:, :asked], answers[:, :asked], start=current)
+        theta[:, done], se[:, done] = current[:, None], now[:, None]
+        chosen = None
+    pending = np.empty((n_targets, 0), dtype=np.int64) if chosen is None else chosen
+    tests = AdaptiveTests(items[:, :asked], answers[:, :asked], theta[:, :asked], se[:, :asked])
+    return tests, pending
 
 
 class Fluid(Method):
-    """Adaptive IRT testing by maximum Fisher information (Fluid Benchmarking; ATLAS's item choice)."""
+    """Adaptive IRT testing by maximum Fisher information (Fluid Benchmarking; ATLAS's item choice).
+
+    Options for real use's procedure (the module's docstring): ``g_set_size`` > 0, the test starts with a
+    TailoredBench G-set of that size, chosen on the sources under ``g_set_distance`` with each run's key;
+    ``round_size``, items asked per round after it. Every budget is then a round's end.
+    """
 
     name = "fluid"
     kind = "baseline"
-    options = MappingProxyType({"grow": False})
+    options = MappingProxyType({"grow": False, "g_set_size": 0, "g_set_distance": "manhattan", "round_size": 1})
     in_paper = False
+    real_use = True
     #: Each fold of an interval's calibration refits the IRT model: ten, not one per source.
     interval_folds = 10
 
-    def prepare(self, source, budgets, **_) -> dict:
-        """The unidimensional 2PL model of the sources (cached)."""
-        with threadpool_limits(limits=1):  # one thread: the same fit on any machine
-            return {"model": fitted(source, 1)}
+    def check_options(self, options):
+        checked = super().check_options(options)
+        check_integer(checked["g_set_size"], "option g_set_size of method fluid", 0)
+        check_integer(checked["round_size"], "option round_size of method fluid", 1)
+        check_distance(checked["g_set_distance"])
+        return checked
 
-    def run(self, prepared, source, oracles, keys, **_):
+    def prepare(self, source, budgets, *, g_set_size=0, g_set_distance="manhattan", **_) -> dict:
+        """The unidimensional 2PL model of the sources (cached), and with a G-set the items as points."""
+        with threadpool_limits(limits=1):  # one thread: the same fit on any machine
+            prepared: dict = {"model": fitted(source, 1)}
+        if g_set_size:
+            prepared["points"] = binary_points(source.T, check_distance(g_set_distance)).with_distances()
+        return prepared
+
+    def run(self, prepared, source, oracles, keys, *, g_set_size=0, round_size=1, **_):
         """Each run's targets tested to its largest budget; a smaller budget's oracle is asked the prefix.
 
-        Runs whose oracles hide the same results share one test, which depends on nothing else."""
+        Runs whose oracles hide the same results, and start from the same G-set, share one test, which
+        depends on nothing else."""
         model: IRTModel = prepared["model"]
-        done: dict[str, AdaptiveTests] = {}
+        done: dict[tuple, AdaptiveTests] = {}
         out = []
         with threadpool_limits(limits=1):
-            for run in oracles:
+            for run, key in zip(oracles, keys, strict=True):
                 budgets = sorted(run)
+                start = (
+                    g_set(source, g_set_size, random_state=rng.stream(key, rng.G_SET), points=prepared["points"])
+                    if g_set_size
+                    else np.empty(0, dtype=np.int64)
+                )
+                ends = [b for b in budgets[:-1] if b <= len(start) or (b - len(start)) % round_size]
+                if ends:
+                    raise TailoredBenchError(
+                        f"budget {ends[0]} is not the end of a round of {round_size} after {len(start)} items"
+                    )
                 largest = run[budgets[-1]]
-                if largest.digest not in done:
-                    done[largest.digest] = adaptive_tests(model, largest, budgets[-1])
-                tests = done[largest.digest]
+                test = (largest.digest, start.tobytes())
+                if test not in done:
+                    done[test] = adaptive_tests(model, largest, budgets[-1], start, round_size)
+                tests = done[test]
                 for budget in budgets:
                     run[budget].ask_each(tests.items[:, :budget])
                 out.append({"": {budget: tests.estimates(model, budget) for budget in budgets}})
