@@ -10,7 +10,7 @@ from scipy.special import expit, log_expit
 from conftest import synthetic_matrix
 from tailoredbench.cli import main
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import fluid, irt
+from tailoredbench.methods import MethodSpec, fluid, irt, parse_methods
 from tailoredbench.methods.fluid import Fluid
 from tailoredbench.methods.irt import IRTModel
 from tailoredbench.oracle import Oracle
@@ -135,6 +135,13 @@ def test_a_test_stays_within_the_items_and_its_own_length():
     for budget in (0, 6):
         with pytest.raises(TailoredBenchError, match="budget"):
             tests.estimates(MODEL, budget)
+
+
+def test_empty_brackets_are_no_second_label_of_the_method():
+    with pytest.raises(TailoredBenchError, match="name a variant"):
+        MethodSpec.parse("fluid[]")
+    with pytest.raises(TailoredBenchError, match="name a variant"):
+        parse_methods(["fluid", "fluid[]"])
 
 
 def test_the_unidimensional_fit_is_cached(tmp_path, monkeypatch):
