@@ -78,7 +78,9 @@ class StoppingRule:
         rows = np.arange(len(errors))
         # beyond the cap all stop at the last round and coverage only grows with the factor
         with np.errstate(divide="ignore", invalid="ignore"):
-            cap = max(precision / scales.min(), float(np.nanmax(errors[:, -1] / scales[:, -1])))
+            last = errors[:, -1] / scales[:, -1]
+            # exact at the last round (every item asked) gives 0 / 0 for every pseudo-target, not a warning
+            cap = max(precision / scales.min(), float(np.max(last, initial=0.0, where=~np.isnan(last))))
         cap = min(cap, MAX_FACTOR) + FACTOR_STEP
         for factor in np.arange(1, int(np.ceil(cap / FACTOR_STEP)) + 1) * FACTOR_STEP:
             halfwidths = factor * scales

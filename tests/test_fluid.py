@@ -11,7 +11,7 @@ from conftest import synthetic_matrix
 from tailoredbench import rng
 from tailoredbench.cli import main
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import MethodSpec, fluid, irt
+from tailoredbench.methods import MethodSpec, fluid, irt, parse_methods
 from tailoredbench.methods.fluid import Fluid
 from tailoredbench.methods.irt import IRTModel
 from tailoredbench.oracle import Oracle
@@ -112,6 +112,8 @@ def test_next_items_continue_the_test_and_the_ability_has_atlas_standard_error()
         (([1, 0], [3]), "2 answers for 1 items"),
         (([1], [99]), "distinct indices"),
         (([0.5], [3]), "0 or 1"),
+        (([1], [2.9]), "integer indices"),
+        (([1], ["2"]), "integer indices"),
     ],
 )
 def test_bad_answers_are_one_line_errors(args, message):
@@ -119,6 +121,29 @@ def test_bad_answers_are_one_line_errors(args, message):
         fluid.next_items(MODEL, *args)
     with pytest.raises(TailoredBenchError, match="left unasked"):
         fluid.next_items(MODEL, [], [], k=41)
+
+
+def test_fractional_items_are_refused_not_truncated():
+    for call in (fluid.ability, fluid.estimate):
+        with pytest.raises(TailoredBenchError, match="integer indices"):
+            call(MODEL, [1.7], [1])
+    assert fluid.ability(MODEL, [1.0], [1]) == fluid.ability(MODEL, [1], [1])
+
+
+def test_a_test_stays_within_the_items_and_its_own_length():
+    with pytest.raises(TailoredBenchError, match="exceeds the item count 40"):
+        fluid.adaptive_tests(MODEL, Oracle(TARGETS), 41)
+    tests = fluid.adaptive_tests(MODEL, Oracle(TARGETS), 5)
+    for budget in (0, 6):
+        with pytest.raises(TailoredBenchError, match="budget"):
+            tests.estimates(MODEL, budget)
+
+
+def test_empty_brackets_are_no_second_label_of_the_method():
+    with pytest.raises(TailoredBenchError, match="name a variant"):
+        MethodSpec.parse("fluid[]")
+    with pytest.raises(TailoredBenchError, match="name a variant"):
+        parse_methods(["fluid", "fluid[]"])
 
 
 def test_the_unidimensional_fit_is_cached(tmp_path, monkeypatch):

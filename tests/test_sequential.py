@@ -80,6 +80,17 @@ def test_rule_covers_its_pseudo_targets_at_their_stopping_round(rng):
         rule.halfwidth(17, 0.1)
 
 
+def test_a_last_round_of_every_item_calibrates_without_a_warning(rng):
+    """Every pseudo-target exact at the last round (no error, no scale) is no warning, and the factor is found."""
+    n, budgets = 50, (10, 20, 30)
+    pseudo = {
+        b: PseudoTargets(np.abs(rng.normal(0, 0.05, n)) * (b < 30), np.full(n, 0.5), np.zeros(n), np.full(n, b))
+        for b in budgets
+    }
+    rule = StoppingRule.calibrate(pseudo, precision=0.05)
+    assert rule.q[-1] == 0 and 0 < rule.factor <= 100
+
+
 def test_stop_reads_each_target_at_its_first_precise_round(rounds):
     out = stop(rounds, 0.1)
     res = out.results

@@ -60,6 +60,9 @@ class MethodSpec:
         base, variant = name, ""
         if name.endswith("]") and "[" in name:
             base, variant = name[:-1].split("[", 1)
+            # "fluid[]" would run as fluid under another label: given twice, and missed by what looks for "fluid"
+            if not variant:
+                raise TailoredBenchError(f"method {name!r}: name a variant inside [], or leave the brackets out")
         if base not in METHODS:
             raise TailoredBenchError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}")
         method = METHODS[base]()

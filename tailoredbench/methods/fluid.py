@@ -121,7 +121,12 @@ def next_items(model: IRTModel, answers, asked, k: int = 1) -> np.ndarray:
 
 def _checked(model: IRTModel, items, answers) -> tuple[np.ndarray, np.ndarray]:
     """Items as distinct indices of the model's items, and their 0/1 answers, or a one-line error."""
-    items = np.asarray(items, dtype=np.int64).reshape(-1)
+    given = np.asarray(items).reshape(-1)
+    # an index with a fraction (1.7) would be truncated to another item without a word
+    whole = given.dtype.kind in "iu" or (given.dtype.kind == "f" and bool((given == np.round(given)).all()))
+    if len(given) and not whole:
+        raise TailoredBenchError(f"items must be integer indices, got {given.tolist()[:5]}")
+    items = given.astype(np.int64)
     answers = np.asarray(answers, dtype=float).reshape(-1)
     if len(items) != len(answers):
         raise TailoredBenchError(f"{len(answers)} answers for {len(items)} items")
@@ -151,6 +156,9 @@ class AdaptiveTests:
 
     def estimates(self, model: IRTModel, budget: int) -> np.ndarray:
         """Every target's accuracy estimate after its first ``budget`` answers (a round's end)."""
+        budget = check_integer(budget, "budget", 1)
+        if budget > self.items.shape[1]:
+            raise TailoredBenchError(f"budget {budget} exceeds the {self.items.shape[1]} items of these tests")
         return _estimates(model, self.items[:, :budget], self.answers[:, :budget], self.theta[:, budget - 1])
 
 
@@ -198,8 +206,10 @@ def _adaptive(
     first = np.asarray(start, dtype=np.int64).reshape(-1)
     round_size = check_integer(round_size, "round size", 1)
     budget = check_integer(budget, "budget", len(first) + 1 if len(first) else 1)
-    if budget > n_items or (len(first) and (first.min() < 0 or first.max() >= n_items)):
-        raise TailoredBenchError(f"a test of {budget} items, starting at items below {n_items}, of {n_items} items")
+    if budget > n_items:  # past the last item every item is asked: the most informative would repeat item 0
+        raise TailoredBenchError(f"budget {budget} exceeds the item count {n_items}")
+    if len(first) and (first.min() < 0 or first.max() >= n_items):
+        raise TailoredBenchError(f"a start item outside the {n_items} items")
     if len(np.unique(first)) < len(first):
         raise TailoredBenchError("the items a test starts with repeat")
     items = np.empty((n_targets, budget), dtype=np.int64)
