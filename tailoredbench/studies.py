@@ -960,11 +960,10 @@ def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) ->
 
     Examples
     --------
-    >>> items = pd.DataFrame({"benchmark": ["gsm8k", "gsm8k", "pope", "pope"], "precision": 0.06,
-    ...                       "method": ["a", "b"] * 2, "items": [20.0, 30.0, 15.0, 15.2], "items_se": 1.0,
-    ...                       "reached": 1.0, "coverage": 0.9, "coverage_se": 0.01})
+    >>> items = pd.DataFrame({"benchmark": "gsm8k", "precision": 0.06, "method": ["a", "b"], "items": [20.0, 30.0],
+    ...                       "items_se": 1.0, "reached": 1.0, "coverage": 0.9, "coverage_se": 0.01})
     >>> versus_at(items, "a", "b", 0.06)
-    'At ±0.06, a needs fewer items than b on GSM8K (20.0 against 30.0), and ties it on POPE (15.0 against 15.2).'
+    'At ±0.06, a needs fewer items than b on GSM8K (20.0 items, 90% cover, against 30.0, 90%).'
     """
     said: dict[str, list[str]] = {"fewer": [], "tie": [], "more": []}
     for name, part in items[np.isclose(items["precision"], precision)].groupby("benchmark", sort=False):
@@ -974,7 +973,8 @@ def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) ->
             for m, r in ((method, ours), (rival, theirs))
             if r["reached"] < sequential.GOAL_SHARE
         ]
-        numbers = f"{ours['items']:.1f} against {theirs['items']:.1f}" + "".join(f"; {s}" for s in short)
+        numbers = f"{ours['items']:.1f} items, {ours['coverage']:.0%} cover, against {theirs['items']:.1f}, "
+        numbers += f"{theirs['coverage']:.0%}" + "".join(f"; {s}" for s in short)
         tie = within_noise(ours["items"], ours["items_se"], theirs["items"], theirs["items_se"])
         said["tie" if tie else "fewer" if ours["items"] < theirs["items"] else "more"].append(
             f"{title(name)} ({numbers})"

@@ -133,8 +133,8 @@ def test_the_paper_comparison_keeps_raw_numbers_and_shows_losses_as_losses(table
 def test_the_main_takeaway_gives_a_verdict_per_benchmark(table):
     said = sentences(report.main_takeaway(table, 30, PAPER))
     assert said[0] == (
-        "At 30 items TailoredBench has a lower MAE than every baseline on GSM8K (at all 3 budgets), ties the best "
-        "baseline on HellaSwag and is worse on Winogrande (12% worse than gp_irt's)."
+        "At 30 items, against the paper's baselines, TailoredBench has a lower MAE than every baseline on GSM8K "
+        "(at all 3 budgets), ties the best baseline on HellaSwag and is worse on Winogrande (12% worse than gp_irt's)."
     )
     assert said[1] == (
         "Set beside the paper's gain over its best baseline, its gain over the paper's baselines is reproduced on "
@@ -239,3 +239,9 @@ def test_the_paper_is_compared_with_the_paper_s_baselines_only():
     row = report.paper_comparison(with_fluid, {"gsm8k": (0.041, 0.033)}).iloc[0]
     assert row["our_best_baseline"] == "gp_irt"
     assert "our best of the paper's baselines, gp_irt" in report.paper_reading(with_fluid, (0.041, 0.033))
+
+
+def test_a_later_method_is_named_beside_the_paper_s_baselines_never_as_one_of_them():
+    with_fluid = summary({**WIN, "fluid": 0.0214})
+    said = report.takeaway(with_fluid)
+    assert "best baseline's (gp_irt" in said and "; fluid, from after the paper, has 0.0214" in said

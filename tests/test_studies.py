@@ -368,10 +368,10 @@ def test_versus_at_says_per_benchmark_who_needs_fewer_items_and_who_falls_short(
         }
     )
     assert studies.versus_at(items, "tailored_plus", "fluid", 0.06) == (
-        "At ±0.06, tailored_plus needs fewer items than fluid on GSM8K (48.6 against 92.9; fluid: 56% reach it), "
-        "and needs more on HellaSwag (15.6 against 10.6)."
+        "At ±0.06, tailored_plus needs fewer items than fluid on GSM8K (48.6 items, 90% cover, against 92.9, 90%; "
+        "fluid: 56% reach it), and needs more on HellaSwag (15.6 items, 90% cover, against 10.6, 90%)."
     )
     only_more = items[items["benchmark"] == "hellaswag"]
     assert studies.versus_at(only_more, "tailored_plus", "fluid", 0.06) == (
-        "At ±0.06, tailored_plus needs more than fluid on HellaSwag (15.6 against 10.6)."
+        "At ±0.06, tailored_plus needs more than fluid on HellaSwag (15.6 items, 90% cover, against 10.6, 90%)."
     )
