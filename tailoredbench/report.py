@@ -713,8 +713,8 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
         wins = []
         for b in groups["win"]:
             part = table[table["benchmark"] == b]
-            found = (match(part, int(x), paper_only=True) for x in sorted(part["budget"].unique()))
-            every = [m for m in found if m is not None]
+            each = (match(part, int(x), paper_only=True) for x in sorted(part["budget"].unique()))
+            every = [m for m in each if m is not None]
             if all(m.outcome == "win" for m in every):
                 wins.append(f"{title(b)} (at all {len(every)} budgets)")
             elif sum(m.outcome == "win" for m in every) == 1:
