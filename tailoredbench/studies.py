@@ -966,7 +966,11 @@ def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) ->
     'At ±0.06, a needs fewer items than b on GSM8K (20.0 items, 90% cover, against 30.0, 90%).'
     """
     said: dict[str, list[str]] = {"fewer": [], "tie": [], "more": []}
-    for name, part in items[np.isclose(items["precision"], precision)].groupby("benchmark", sort=False):
+    both = items[np.isclose(items["precision"], precision) & items["method"].isin([method, rival])]
+    both = both[both.groupby("benchmark")["method"].transform("nunique") == 2]
+    if both.empty:  # a smaller run, without the rival or this precision
+        return f"{method} and {rival} were not both run at ±{precision:g}, so they are not compared here."
+    for name, part in both.groupby("benchmark", sort=False):
         ours, theirs = (part[part["method"] == m].iloc[0] for m in (method, rival))
         short = [
             f"{m}: {reach(r['reached'])} reach it"

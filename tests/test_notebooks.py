@@ -132,7 +132,14 @@ def test_benchmark_and_main_table_notebooks_run_and_a_failed_rerun_changes_nothi
     assert metrics["benchmark"]["n_items"] == 1319
     assert metrics["benchmark"]["files"][0]["sha256"]
     rows = {(r["method"], r["budget"]): r for r in metrics["summary"]}
-    assert set(m for m, _ in rows) == {"tailoredbench", "random", "anchor_points", "gp_irt", "random_regression"}
+    assert set(m for m, _ in rows) == {
+        "tailoredbench",
+        "random",
+        "anchor_points",
+        "gp_irt",
+        "random_regression",
+        "fluid",
+    }
     assert 0.02 < rows[("tailoredbench", 30)]["mae"] < 0.045
     assert rows[("tailoredbench", 30)]["kendall_tau"] > 0.75
     for name in ("tables/summary.csv", "tables/summary.md", "tables/summary.tex", "figures/budget_curves.png"):

@@ -375,3 +375,7 @@ def test_versus_at_says_per_benchmark_who_needs_fewer_items_and_who_falls_short(
     assert studies.versus_at(only_more, "tailored_plus", "fluid", 0.06) == (
         "At ±0.06, tailored_plus needs more than fluid on HellaSwag (15.6 items, 90% cover, against 10.6, 90%)."
     )
+    # a smaller run without the rival says so instead of failing
+    assert studies.versus_at(items[items["method"] == "tailored_plus"], "tailored_plus", "fluid", 0.06) == (
+        "tailored_plus and fluid were not both run at ±0.06, so they are not compared here."
+    )
