@@ -745,7 +745,8 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
     tied = [title(b) for b, m in tau.items() if m is not None and m.outcome == "tie"]
     said = [f"ranks the targets best on {_listed(best) or 'none'}"]
     said += [f"ties the best baseline on {_listed(tied)}"] * bool(tied)
-    sentences.append(f"On Kendall's tau, of {len(tau)} benchmarks, it {_listed(said)}.")
+    noun = "benchmark" if len(tau) == 1 else "benchmarks"
+    sentences.append(f"On Kendall's tau, of {len(tau)} {noun}, it {_listed(said)}.")
     return " ".join(sentences)
 
 

@@ -174,7 +174,7 @@ def test_benchmark_and_main_table_notebooks_run_and_a_failed_rerun_changes_nothi
     assert compared["gsm8k"]["paper_tailoredbench"] == 0.033
     assert compared["gsm8k"]["our_best_baseline"] in {"random", "anchor_points", "gp_irt", "random_regression"}
     takeaway = shown_text(main_nb, "main_takeaway(")
-    assert takeaway.startswith("At 30 items TailoredBench") and "GSM8K" in takeaway
+    assert takeaway.startswith("At 30 items, against the paper's baselines, TailoredBench") and "GSM8K" in takeaway
     assert 1 <= len(sentences(takeaway)) <= 3
     assert (tmp_path / "main_table" / "tables" / "main_table.tex").is_file()
     assert not (tmp_path / "main_table" / "tables" / "changed_baselines.csv").exists()
