@@ -57,10 +57,15 @@ def components(
     probe: Probe,
     results: np.ndarray,
     names: Sequence[str] = ESTIMATES,
+    *,
+    features: np.ndarray | None = None,
+    evidence: np.ndarray | None = None,
 ) -> dict[str, float]:
     """The single estimates ``names`` (:func:`needed`) of one target from its probe ``results``.
 
     ``accuracy`` is ``source.mean(axis=1)``; the rest as for :func:`~tailoredbench.tailored.calibrated_estimate`.
+    The regressions and the agreement weights read the sources' ``features`` and the target's ``evidence``,
+    by default their results on the probe's items (a suite passes every benchmark's probe).
 
     Examples
     --------
@@ -71,9 +76,10 @@ def components(
     >>> parts["calibrated"] == calibrated_estimate(source.mean(axis=0), probe, np.array([1.0, 0.0]))
     True
     """
-    X = source[:, probe.items]
+    X = source[:, probe.items] if features is None else features
+    x = results if evidence is None else evidence
     if {"local_regression", "neighbours", "soft_calibration"} & set(names):  # the estimates that weigh sources
-        disagreements = np.abs(X - results).sum(axis=1)
+        disagreements = np.abs(X - x).sum(axis=1)
         weights = agreement_weights(disagreements, BANDWIDTH * X.shape[1])
     parts = {}
     if "calibrated" in names:
@@ -82,10 +88,10 @@ def components(
         parts["uncalibrated"] = uncalibrated_estimate(probe, results)
     if "regression" in names:
         coef, intercept = ridge(X, accuracy, ALPHA)
-        parts["regression"] = float(np.clip(results @ coef + intercept, 0.0, 1.0))
+        parts["regression"] = float(np.clip(x @ coef + intercept, 0.0, 1.0))
     if "local_regression" in names:
         local_coef, local_intercept = weighted_ridge(X, accuracy, weights)
-        parts["local_regression"] = float(np.clip(results @ local_coef + local_intercept, 0.0, 1.0))
+        parts["local_regression"] = float(np.clip(x @ local_coef + local_intercept, 0.0, 1.0))
     if "neighbours" in names:
         near = agreement_weights(disagreements, NEIGHBOUR_BANDWIDTH)
         parts["neighbours"] = float(near @ accuracy / near.sum())

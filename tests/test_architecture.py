@@ -25,7 +25,7 @@ LAYERS = {
     "methods": ["methods"],
     "estimator": ["intervals", "estimator"],
     "reporting": ["figures", "report", "walkthrough"],
-    "experiments": ["simulate", "sequential", "studies", "workflow"],
+    "experiments": ["simulate", "sequential", "studies", "workflow", "suite"],
     "faces": ["batch", "site", "cli", "__main__", "__init__"],
 }
 RANK = {top: rank for rank, tops in enumerate(LAYERS.values()) for top in tops}

@@ -1,0 +1,458 @@
+"""A whole suite at once: one plan across benchmarks whose source models are the same models.
+
+In the **joint** mode a target answers every benchmark's G-set first, and its native sources are the
+sources that answer *all* the G-sets most like it (:func:`~tailoredbench.tailored.ranked_sources` on the
+G-sets side by side); each benchmark's N-set is then chosen from those sources, and TailoredBench+'s
+regressions and agreement weights read the target's answers on every benchmark's probe. The
+**independent** mode is the faithful per-benchmark method, run on each benchmark alone (its estimates are
+those of :func:`tailoredbench.simulate.simulate`). Random items with ridge regression gets the same two
+modes (the joint one regresses each benchmark's accuracy on the random items of every benchmark, as
+metabench and Zhang et al. 2025 suggest); gp-IRT and Random run per benchmark, the tinyBenchmarks way.
+
+Stacking weights and 90% intervals are fitted on source models playing targets (:data:`STACK_FOLDS` and
+:data:`INTERVAL_FOLDS` folds of the sources), per benchmark and for the suite's mean accuracy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed, parallel_config
+
+from . import rng
+from .conformal import (
+    LEVEL,
+    PseudoTargets,
+    conformal_halfwidth,
+    difficulty,
+    folds_by_kept,
+    in_fold_order,
+    model_folds,
+    unlikeness,
+)
+from .conformal import interval as clipped_interval
+from .datasets.benchmarks import Benchmark
+from .datasets.suites import Suite, load_suite
+from .distances import check_distance
+from .errors import TailoredBenchError, check_integer
+from .intervals import fold_groups
+from .kmedoids import binary_points
+from .methods import MethodSpec
+from .methods.random import random_items
+from .metrics import covered, per_run_metrics, summarize
+from .simulate import simulate
+from .stacking import COMPONENTS, components, ridge, simplex_weights
+from .tailored import calibrated_estimate, g_set, n_set, ranked_sources
+
+MODES = ("joint", "independent")
+#: Methods with a joint form; the others run per benchmark in either mode.
+JOINT_METHODS = ("tailoredbench", "tailored_plus", "random_regression")
+PER_BENCHMARK_METHODS = ("random", "gp_irt")
+METHODS = (*JOINT_METHODS, *PER_BENCHMARK_METHODS)
+#: Folds x repeats of the sources that fit TailoredBench+'s stacking weights (as the per-benchmark method).
+STACK_FOLDS, STACK_REPEATS = 5, 2
+#: Folds of the sources whose members play targets to calibrate the intervals (every source once).
+INTERVAL_FOLDS = 10
+#: Items per benchmark unless told (about a fifth of a tinyBenchmarks subset).
+DEFAULT_BUDGET = 20
+#: The suite mean's row in the tables.
+SUITE_MEAN = "suite mean"
+
+
+@dataclass
+class SuiteSimulation:
+    """What :func:`simulate_suite` returns."""
+
+    results: pd.DataFrame  # one row per (run, mode, method, benchmark or SUITE_MEAN, target)
+    summary: pd.DataFrame  # per (mode, method): errors, coverage and items, each over runs with its s.e.
+    by_benchmark: pd.DataFrame  # per (mode, method, benchmark): MAE, Kendall's tau and coverage over runs
+    suite: dict  # counts and provenance
+    settings: dict
+    weights: dict = field(default_factory=dict)  # per mode: TailoredBench+'s stacking weights per benchmark
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What every run shares: the sources, the budgets, the settings and what was fitted on the sources."""
+
+    sources: tuple[np.ndarray, ...]
+    budgets: tuple[int, ...]
+    g_size: int
+    distance: str
+    methods: tuple[str, ...]
+    weights: dict  # mode -> (benchmarks x COMPONENTS) stacking weights
+
+
+def _run(setup: _Setup, targets: Sequence[np.ndarray], key, mode: str, weights=None) -> dict[str, dict]:
+    """One run of the joint methods in ``mode`` on ``targets``: per method, each benchmark's estimates of
+    every target (benchmarks x targets), their unlikeness to the sources, and TailoredBench+'s components."""
+    out: dict[str, dict] = {}
+    methods = setup.methods
+    if {"tailoredbench", "tailored_plus"} & set(methods):
+        calibrated, unlike, parts = _tailored(setup, targets, key, joint=mode == "joint")
+        if "tailoredbench" in methods:
+            out["tailoredbench"] = {"estimate": calibrated, "unlike": unlike}
+        if "tailored_plus" in methods:
+            out["tailored_plus"] = {"estimate": None, "unlike": unlike, "components": parts}
+            if weights is not None:
+                out["tailored_plus"]["estimate"] = np.einsum("btc,bc->bt", parts, weights)
+    if "random_regression" in methods:
+        out["random_regression"] = _random_regression(setup, targets, key, joint=mode == "joint")
+    return out
+
+
+def _tailored(setup: _Setup, targets, key, *, joint: bool):
+    """TailoredBench's probes of every target on every benchmark: calibrated estimates, unlikeness and
+    TailoredBench+'s single estimates (benchmarks x targets x COMPONENTS)."""
+    sources, budgets, distance = setup.sources, setup.budgets, setup.distance
+    n_bench, n_targets = len(sources), targets[0].shape[0]
+    g_sets = [
+        g_set(source, setup.g_size, distance=distance, random_state=rng.stream(key, rng.G_SET)) for source in sources
+    ]
+    g_answers = [(s[:, g], t[:, g]) for s, t, g in zip(sources, targets, g_sets, strict=True)]
+    if joint:  # the whole suite's G-sets side by side choose one set of native sources for all benchmarks
+        n_native, order = ranked_sources(
+            *(np.hstack(parts) for parts in zip(*g_answers, strict=True)), distance=distance
+        )
+        native = [order[:, :n_native]] * n_bench
+    else:
+        native = []
+        for g_source, g_target in g_answers:
+            n_native, order = ranked_sources(g_source, g_target, distance=distance)
+            native.append(order[:, :n_native])
+    accuracy = [s.mean(axis=1) for s in sources]
+    calibrated, unlike = np.empty((n_bench, n_targets)), np.empty((n_bench, n_targets))
+    parts = np.full((n_bench, n_targets, len(COMPONENTS)), np.nan)
+    for t in range(n_targets):
+        asked = []
+        for b, source in enumerate(sources):
+            rows = native[b][t]
+            native_results = source[rows]
+            points = binary_points(native_results.T, distance)
+            gen = rng.stream(key, rng.N_SET, t, budgets[b])
+            probe = n_set(source, rows, g_sets[b], budgets[b], distance=distance, random_state=gen, points=points)
+            asked.append((probe, native_results.mean(axis=0), targets[b][t, probe.items]))
+        for b, (probe, native_mean, results) in enumerate(asked):
+            calibrated[b, t] = calibrated_estimate(native_mean, probe, results)
+            unlike[b, t] = unlikeness(sources[b], probe.items, results)
+            if "tailored_plus" in setup.methods:
+                if joint:
+                    found = _joint_components(sources, accuracy[b], asked, b)
+                else:
+                    found = components(sources[b], accuracy[b], native_mean, probe, results, COMPONENTS)
+                parts[b, t] = [found[c] for c in COMPONENTS]
+    return calibrated, unlike, parts
+
+
+def _joint_components(sources, accuracy, asked, b: int) -> dict[str, float]:
+    """TailoredBench+'s single estimates of benchmark ``b`` in the joint mode: the local regression reads the
+    results on every benchmark's probe; the agreement of the neighbours reads ``b``'s probe and, per other
+    benchmark, the mean result on its probe (a hundred items of agreement would drown ``b``'s twenty)."""
+    probe, native_mean, results = asked[b]
+    items = np.hstack([sources[c][:, p.items] for c, (p, _, _) in enumerate(asked)])
+    answers = np.concatenate([r for _, _, r in asked])
+    others = [c for c in range(len(sources)) if c != b]
+    means = np.column_stack(
+        [sources[b][:, probe.items], *(sources[c][:, asked[c][0].items].mean(axis=1) for c in others)]
+    )
+    target_means = np.concatenate([results, [asked[c][2].mean() for c in others]])
+    found = components(
+        sources[b], accuracy, native_mean, probe, results, ["local_regression"], features=items, evidence=answers
+    )
+    rest = [c for c in COMPONENTS if c != "local_regression"]
+    found.update(
+        components(sources[b], accuracy, native_mean, probe, results, rest, features=means, evidence=target_means)
+    )
+    return found
+
+
+def _random_regression(setup: _Setup, targets, key, *, joint: bool) -> dict:
+    """Random items per benchmark (random+regression's stream) and a ridge regression to each benchmark's
+    accuracy from the items of that benchmark, or in the joint mode of every benchmark."""
+    items = [random_items(key, b, s.shape[1]) for b, s in zip(setup.budgets, setup.sources, strict=True)]
+    X_all = np.hstack([s[:, i] for s, i in zip(setup.sources, items, strict=True)])
+    x_all = np.hstack([t[:, i] for t, i in zip(targets, items, strict=True)])
+    estimate, unlike = [], []
+    for source, target, chosen in zip(setup.sources, targets, items, strict=True):
+        X, x = (X_all, x_all) if joint else (source[:, chosen], target[:, chosen])
+        coef, intercept = ridge(X, source.mean(axis=1))
+        estimate.append(np.clip(x @ coef + intercept, 0.0, 1.0))
+        unlike.append([unlikeness(source, chosen, row) for row in target[:, chosen]])
+    return {"estimate": np.array(estimate), "unlike": np.array(unlike)}
+
+
+def _on_folds(setup: _Setup, folds: list, mode: str, seed: int, run_offset: int, weights=None) -> list:
+    """Every fold's held-out sources as targets of the kept ones: per fold, (truth per benchmark, _run's output)."""
+    outputs = Parallel()(delayed(_fold)(setup, kept, held, mode, seed, run_offset, weights) for kept, held in folds)
+    return in_fold_order(folds, outputs)
+
+
+def _fold(setup: _Setup, kept, held, mode, seed, run_offset, weights) -> list:
+    pseudo = _Setup(tuple(s[kept] for s in setup.sources), *_rest(setup))
+    out = []
+    for index, held_out in held:
+        targets = [s[held_out] for s in setup.sources]
+        truth = np.array([t.mean(axis=1) for t in targets])
+        out.append((truth, _run(pseudo, targets, (seed, run_offset + index), mode, weights)))
+    return out
+
+
+def _rest(setup: _Setup) -> tuple:
+    return setup.budgets, setup.g_size, setup.distance, setup.methods, setup.weights
+
+
+def stacking_weights(setup: _Setup, mode: str, seed: int) -> np.ndarray:
+    """TailoredBench+'s weights over :data:`~tailoredbench.stacking.COMPONENTS` per benchmark, fitted on
+    source models only (the per-benchmark method's folds, run keys and simplex grid)."""
+    n_sources = setup.sources[0].shape[0]
+    folds = folds_by_kept(n_sources, min(STACK_FOLDS, n_sources), STACK_REPEATS, seed, rng.STACKING_FOLDS)
+    done = _on_folds(setup, folds, mode, seed, rng.STACK_RUN)
+    truth = np.hstack([t for t, _ in done])
+    parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=1)
+    return np.array([simplex_weights(parts[b], truth[b]) for b in range(len(setup.sources))])
+
+
+def calibrate(setup: _Setup, mode: str, seed: int, weights=None, level: float = LEVEL) -> dict[str, tuple]:
+    """Per joint method: each benchmark's conformal quantile and the suite mean's, from the sources, each
+    playing a target once (a target's half-width is its quantile times its difficulty)."""
+    n_sources = setup.sources[0].shape[0]
+    folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, INTERVAL_FOLDS, 1, seed)]
+    done = _on_folds(setup, folds, mode, seed, rng.PSEUDO_RUN, weights)
+    truth = np.hstack([t for t, _ in done])
+    n_items = np.array(setup.budgets, dtype=float)
+    quantiles = {}
+    for method in done[0][1]:
+        estimate = np.hstack([out[method]["estimate"] for _, out in done])
+        unlike = np.hstack([out[method]["unlike"] for _, out in done])
+        pseudo = [
+            PseudoTargets(np.abs(estimate[b] - truth[b]), estimate[b], unlike[b], np.full(truth.shape[1], n))
+            for b, n in enumerate(n_items)
+        ]
+        quantiles[method] = _quantiles(pseudo, truth.mean(axis=0), level)
+    return quantiles
+
+
+def _quantiles(pseudo: Sequence[PseudoTargets], truth_mean: np.ndarray, level: float) -> tuple[np.ndarray, float]:
+    """Each benchmark's conformal quantile, and the suite mean's: of its error over its mean difficulty
+    (``truth_mean``: the pseudo-targets' mean accuracy over the benchmarks, in their order)."""
+    estimate = np.mean([p.estimates for p in pseudo], axis=0)
+    scale = np.mean([p.difficulty for p in pseudo], axis=0)
+    each = np.array([p.quantile(level=level) for p in pseudo])
+    return each, conformal_halfwidth(np.abs(estimate - truth_mean) / scale, level)
+
+
+def check_budgets(suite: Suite, budget, total_budget, g_size: int, methods) -> tuple[int, ...]:
+    """Items per benchmark: ``budget`` each, or ``total_budget`` shared out in proportion to the item counts."""
+    if budget is not None and total_budget is not None:
+        raise TailoredBenchError("give a budget per benchmark or a total budget, not both")
+    if budget is None and total_budget is None:
+        budget = DEFAULT_BUDGET
+    n_items = np.array(suite.n_items)
+    if budget is not None:
+        budgets = np.full(len(n_items), check_integer(budget, "budget", 1))
+    else:
+        total = check_integer(total_budget, "total budget", len(n_items))
+        budgets = np.floor(total * n_items / n_items.sum()).astype(int)
+        budgets[np.argsort(-(total * n_items / n_items.sum() - budgets), kind="stable")[: total - budgets.sum()]] += 1
+    for name, b, n in zip(suite.benchmarks, budgets, n_items, strict=True):
+        if b > n:
+            raise TailoredBenchError(f"budget {b} exceeds the item count {n} of {name}")
+        if {"tailoredbench", "tailored_plus"} & set(methods) and b <= g_size:
+            raise TailoredBenchError(f"budget {b} on {name} must exceed the G-set size {g_size}")
+    return tuple(int(b) for b in budgets)
+
+
+def simulate_suite(
+    suite: str | Suite | Sequence,
+    methods: Sequence[str] = ("tailoredbench", "tailored_plus"),
+    modes: Sequence[str] = MODES,
+    *,
+    budget: int | None = None,
+    total_budget: int | None = None,
+    runs: int = 10,
+    seed: int = 0,
+    n_jobs: int = 1,
+    g_size: int = 5,
+    distance: str = "manhattan",
+    level: float = LEVEL,
+    max_models: int | None = None,
+) -> SuiteSimulation:
+    """Estimate every target's accuracy on every benchmark of a suite, jointly and one benchmark at a time.
+
+    Parameters
+    ----------
+    suite : str, Suite or sequence of matrix files
+        A registered suite (``"open_llm_tiny"``), a loaded :class:`~tailoredbench.datasets.suites.Suite`, or
+        two or more matrix files (see :func:`~tailoredbench.datasets.suites.load_suite`).
+    methods : sequence of str
+        From :data:`METHODS`; ``random`` and ``gp_irt`` run per benchmark and are reported once.
+    modes : sequence of str
+        ``"joint"`` and/or ``"independent"``.
+    budget, total_budget
+        Items per benchmark (default :data:`DEFAULT_BUDGET`), or in all (shared out in proportion to the item
+        counts); the G-sets included.
+    runs, seed, n_jobs
+        Run ``r`` is seeded by ``(seed, r)``; the results are the same whatever the number of workers.
+    g_size, distance
+        TailoredBench's settings (a G-set of 5 per benchmark of about 100 items).
+    level : float
+        The intervals' level, calibrated on source models playing targets.
+
+    Examples
+    --------
+    >>> from tailoredbench.datasets.matrix import ResponseMatrix
+    >>> rng = np.random.default_rng(0)
+    >>> ability = rng.random(40)
+    >>> parts = [ResponseMatrix((rng.random((40, 30)) < ability[:, None]).astype(float)) for _ in range(2)]
+    >>> sim = simulate_suite(parts, budget=8, runs=2, g_size=3)
+    >>> sim.summary[["mode", "method"]].values.tolist()[:2]
+    [['joint', 'tailoredbench'], ['joint', 'tailored_plus']]
+    """
+    if not isinstance(suite, Suite):
+        suite = load_suite(suite, max_models=max_models, seed=seed) if isinstance(suite, str) else load_suite(suite)
+    methods = tuple(dict.fromkeys(methods))
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise TailoredBenchError(f"unknown suite method {(unknown or [''])[0]!r}; choose from {', '.join(METHODS)}")
+    modes = tuple(dict.fromkeys(modes))
+    if not modes or any(m not in MODES for m in modes):
+        raise TailoredBenchError(f"unknown suite mode in {list(modes)}; choose joint and/or independent")
+    runs, seed = check_integer(runs, "runs", 1), check_integer(seed, "seed", 0)
+    budgets = check_budgets(suite, budget, total_budget, check_integer(g_size, "g_size", 1), methods)
+    joint_methods = tuple(m for m in methods if m in JOINT_METHODS)
+    setup = _Setup(tuple(m.values for m in suite.source), budgets, g_size, check_distance(distance), joint_methods, {})
+    targets = [m.values for m in suite.target]
+    truth = np.array([t.mean(axis=1) for t in targets])
+    blocks, weights = [], {}
+    n_jobs = check_integer(n_jobs, "n_jobs")
+    if n_jobs == 0 or n_jobs < -1:
+        raise TailoredBenchError(f"n_jobs must be at least 1 (or -1 for every core), got {n_jobs}")
+    with parallel_config(n_jobs=n_jobs):
+        for mode in modes if joint_methods else ():
+            mode_weights = stacking_weights(setup, mode, seed) if "tailored_plus" in joint_methods else None
+            weights[mode] = mode_weights
+            quantiles = calibrate(setup, mode, seed, mode_weights, level)
+            outputs = Parallel()(delayed(_run)(setup, targets, (seed, r), mode, mode_weights) for r in range(runs))
+            for method in joint_methods:
+                q, q_mean = quantiles[method]
+                for r, out in enumerate(outputs):
+                    estimate, unlike = out[method]["estimate"], out[method]["unlike"]
+                    scale = difficulty(estimate, unlike, np.array(budgets, dtype=float)[:, None])
+                    blocks.append((r, mode, method, estimate, q[:, None] * scale, q_mean * scale.mean(axis=0)))
+        for method in (m for m in methods if m in PER_BENCHMARK_METHODS):
+            blocks += _per_benchmark(suite, method, budgets, runs, seed, n_jobs, level, modes)
+    results = _tidy(blocks, suite, truth)
+    summary, by_benchmark = summarize_suite(results, suite.benchmarks, budgets)
+    settings = {
+        "methods": list(methods),
+        "modes": list(modes),
+        "budgets": list(budgets),
+        "runs": runs,
+        "seed": seed,
+        "n_jobs": n_jobs,
+        "g_size": g_size,
+        "distance": distance,
+        "interval": level,
+    }
+    return SuiteSimulation(results, summary, by_benchmark, suite.summary(), settings, weights)
+
+
+def _per_benchmark(suite: Suite, method: str, budgets, runs, seed, n_jobs, level, modes) -> list:
+    """A per-benchmark method through :func:`~tailoredbench.simulate.simulate`, as a block per run; the
+    suite mean's interval from its pseudo-targets, as for the joint methods."""
+    by_run: dict[int, list] = {r: [] for r in range(runs)}
+    pseudo = []
+    for name, source, target, b in zip(suite.benchmarks, suite.source, suite.target, budgets, strict=True):
+        sim = simulate(
+            Benchmark(name, source, target), [method], [b], runs=runs, seed=seed, n_jobs=n_jobs, interval=level
+        )
+        for r, part in sim.results.groupby("run", sort=True):
+            by_run[int(r)].append(part)
+        pseudo.append(sim.calibration[method][b])
+    # the pseudo-targets in the order the calibration's folds held them out, the same for every benchmark
+    groups = fold_groups(MethodSpec.parse(method), suite.source[0].n_models, seed=seed)
+    order = np.concatenate([held for _, held in sorted((h for _, fold in groups for h in fold), key=lambda h: h[0])])
+    truth_mean = np.mean([s.values.mean(axis=1) for s in suite.source], axis=0)[order]
+    q, q_mean = _quantiles(pseudo, truth_mean, level)
+    blocks = []
+    for r, parts in by_run.items():
+        estimate = np.array([p["estimate"].to_numpy() for p in parts])
+        scale = np.array([p["difficulty"].to_numpy() for p in parts])
+        blocks.append((r, "independent", method, estimate, q[:, None] * scale, q_mean * scale.mean(axis=0)))
+    return blocks
+
+
+def _tidy(blocks, suite: Suite, truth: np.ndarray) -> pd.DataFrame:
+    """One row per run, mode, method, benchmark (and the suite mean) and target."""
+    models = list(suite.target[0].models)
+    names = [*suite.benchmarks, SUITE_MEAN]
+    truth_all = np.vstack([truth, truth.mean(axis=0)])
+    frames = []
+    for run, mode, method, estimate, half, half_mean in blocks:
+        estimate_all = np.vstack([estimate, estimate.mean(axis=0)])
+        half_all = np.vstack([half, half_mean])
+        low, high = clipped_interval(estimate_all, half_all)
+        n = len(models)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": run,
+                    "mode": mode,
+                    "method": method,
+                    "benchmark": np.repeat(names, n),
+                    "target": np.tile(models, len(names)),
+                    "true": truth_all.ravel(),
+                    "estimate": estimate_all.ravel(),
+                    "interval_low": low.ravel(),
+                    "interval_high": high.ravel(),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarize_suite(results: pd.DataFrame, benchmarks: Sequence[str], budgets: Sequence[int]):
+    """``(summary, by_benchmark)``: per mode and method, and per benchmark, means over runs with standard errors.
+
+    ``mae`` is the mean over benchmarks of each benchmark's MAE, ``suite_mae`` the MAE of the suite mean,
+    ``coverage`` the share of the benchmarks' intervals that hold the truth, ``suite_coverage`` the suite mean's.
+    """
+    keys = ("mode", "method", "benchmark")
+    by_benchmark = summarize(results, keys)
+    per_run = per_run_metrics(results, keys)
+    per_run["coverage"] = (
+        results.assign(covered=covered(results)).groupby([*keys, "run"], sort=True)["covered"].mean().to_numpy()
+    )
+    rows = []
+    for (mode, method), part in per_run.groupby(["mode", "method"], sort=False):
+        each = part[part["benchmark"] != SUITE_MEAN].groupby("run")[["mae", "coverage"]].mean()
+        whole = part[part["benchmark"] == SUITE_MEAN]
+        by = part[part["benchmark"] != SUITE_MEAN].groupby("benchmark")["mae"].mean()
+        rows.append(
+            {
+                "mode": mode,
+                "method": method,
+                "mae": float(each["mae"].mean()),
+                "mae_se": _se(each["mae"]),
+                "mae_by_benchmark": [float(by[b]) for b in benchmarks],
+                "suite_mae": float(whole["mae"].mean()),
+                "suite_mae_se": _se(whole["mae"]),
+                "coverage": float(each["coverage"].mean()),
+                "coverage_se": _se(each["coverage"]),
+                "suite_coverage": float(whole["coverage"].mean()),
+                "items": int(sum(budgets)),
+                "runs": int(part["run"].nunique()),
+            }
+        )
+    order = {k: i for i, k in enumerate(results[["mode", "method"]].drop_duplicates().itertuples(index=False))}
+    summary = pd.DataFrame(rows)
+    summary = summary.iloc[np.argsort([order[(m, n)] for m, n in zip(summary["mode"], summary["method"], strict=True)])]
+    return summary.reset_index(drop=True), by_benchmark
+
+
+def _se(values) -> float:
+    values = np.asarray(values, dtype=float)
+    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0

@@ -1,0 +1,133 @@
+"""A suite of benchmarks planned at once: alignment, the joint plan against the faithful per-benchmark one."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tailoredbench.datasets.benchmarks import Benchmark
+from tailoredbench.datasets.matrix import ResponseMatrix
+from tailoredbench.datasets.suites import SuiteWarning, load_suite
+from tailoredbench.errors import TailoredBenchError
+from tailoredbench.simulate import simulate
+from tailoredbench.suite import SUITE_MEAN, simulate_suite
+
+
+def synthetic_suite(n_models=60, n_items=40, n_benchmarks=3, seed=1):
+    """SYNTHETIC: benchmarks whose accuracies share one ability per model."""
+    rng = np.random.default_rng(seed)
+    ability = rng.random(n_models)
+    return [
+        ResponseMatrix(
+            (rng.random((n_models, n_items)) < ability[:, None]).astype(float),
+            models=[f"m{i}" for i in range(n_models)],
+        )
+        for _ in range(n_benchmarks)
+    ]
+
+
+def test_independent_mode_is_the_per_benchmark_method_to_the_bit():
+    parts = synthetic_suite()
+    methods = ["tailoredbench", "tailored_plus", "random_regression"]
+    sim = simulate_suite(parts, methods, modes=["independent"], budget=10, runs=2, g_size=4)
+    suite = load_suite(parts)
+    for name, source, target in zip(suite.benchmarks, suite.source, suite.target, strict=True):
+        alone = simulate(Benchmark(name, source, target), methods, [10], runs=2, g_size=4).results
+        for method in methods:
+            ours = sim.results.query("method == @method and benchmark == @name")["estimate"].to_numpy()
+            np.testing.assert_allclose(ours, alone[alone["method"] == method]["estimate"].to_numpy(), atol=1e-12)
+
+
+def test_joint_mode_shares_native_sources_and_reports_every_benchmark_and_the_suite_mean():
+    parts = synthetic_suite()
+    sim = simulate_suite(
+        parts, ["tailoredbench", "tailored_plus", "random", "random_regression"], budget=10, runs=2, g_size=4
+    )
+    assert set(map(tuple, sim.summary[["mode", "method"]].values)) == {
+        ("joint", "tailoredbench"),
+        ("joint", "tailored_plus"),
+        ("joint", "random_regression"),
+        ("independent", "tailoredbench"),
+        ("independent", "tailored_plus"),
+        ("independent", "random_regression"),
+        ("independent", "random"),
+    }
+    assert set(sim.results["benchmark"]) == {"benchmark_0", "benchmark_1", "benchmark_2", SUITE_MEAN}
+    r = sim.results
+    assert ((r["interval_low"] <= r["estimate"]) & (r["estimate"] <= r["interval_high"])).all()
+    assert r["estimate"].between(0, 1).all()
+    # the suite mean is the mean of the benchmarks' estimates, target by target
+    one = r[(r["run"] == 0) & (r["mode"] == "joint") & (r["method"] == "tailoredbench")]
+    means = one[one["benchmark"] != SUITE_MEAN].groupby("target", sort=False)["estimate"].mean()
+    np.testing.assert_allclose(one[one["benchmark"] == SUITE_MEAN].set_index("target")["estimate"][means.index], means)
+    row = sim.summary.iloc[0]
+    assert len(row["mae_by_benchmark"]) == 3 and row["mae"] == pytest.approx(np.mean(row["mae_by_benchmark"]))
+    assert row["items"] == 30 and 0 <= row["coverage"] <= 1 and 0 <= row["suite_coverage"] <= 1
+    assert sim.weights["joint"].shape == (3, 4)
+
+
+def test_same_numbers_for_any_number_of_workers():
+    parts = synthetic_suite(n_models=40, n_items=30)
+    one = simulate_suite(parts, ["tailoredbench", "tailored_plus"], budget=8, runs=3, g_size=3, n_jobs=1)
+    two = simulate_suite(parts, ["tailoredbench", "tailored_plus"], budget=8, runs=3, g_size=3, n_jobs=2)
+    pd.testing.assert_frame_equal(one.results, two.results)
+
+
+def test_models_missing_from_a_benchmark_are_dropped_with_a_warning_that_counts_them():
+    a, b = synthetic_suite(n_benchmarks=2)
+    b = b.take_models(range(50))
+    with pytest.warns(SuiteWarning, match="10 models are missing"):
+        suite = load_suite([a, b])
+    assert suite.source[0].n_models + suite.target[0].n_models == 50
+    assert all(s.models == suite.source[0].models for s in suite.source)
+
+
+def test_npy_files_align_by_row_order_and_refuse_other_row_counts(tmp_path):
+    a, b = synthetic_suite(n_benchmarks=2)
+    np.save(tmp_path / "a.npy", a.values)
+    np.save(tmp_path / "b.npy", b.values[:50])
+    with pytest.raises(TailoredBenchError, match="aligned by row order, but the row counts differ: a 60, b 50"):
+        load_suite([tmp_path / "a.npy", tmp_path / "b.npy"])
+    np.save(tmp_path / "b.npy", b.values)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        suite = load_suite([tmp_path / "a.npy", tmp_path / "b.npy"])
+    assert suite.benchmarks == ("a", "b")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"budget": 4}, "must exceed the G-set size 4"),
+        ({"budget": 41}, "exceeds the item count 40"),
+        ({"budget": 10, "total_budget": 30}, "not both"),
+        ({"methods": ["anchor_points"]}, "unknown suite method 'anchor_points'"),
+        ({"modes": ["together"]}, "unknown suite mode"),
+    ],
+)
+def test_bad_settings_are_one_line_errors(kwargs, message):
+    settings = {"budget": 10, "g_size": 4, "runs": 1, **kwargs}
+    with pytest.raises(TailoredBenchError, match=message):
+        simulate_suite(synthetic_suite(), **settings)
+
+
+def test_a_total_budget_is_shared_out_by_item_counts():
+    parts = synthetic_suite(n_benchmarks=2)
+    parts[1] = ResponseMatrix(parts[1].values[:, :20], models=parts[1].models)
+    sim = simulate_suite(parts, ["random"], total_budget=31, runs=1)
+    assert sim.settings["budgets"] == [21, 10]
+
+
+def test_unknown_suite_names_the_registered_ones():
+    with pytest.raises(TailoredBenchError, match="unknown suite 'tiny'; choose one of open_llm_tiny"):
+        load_suite("tiny")
+
+
+@pytest.mark.slow
+def test_open_llm_tiny_holds_the_five_benchmarks_of_the_models_common_to_all():
+    suite = load_suite("open_llm_tiny")
+    assert suite.benchmarks == ("arc", "gsm8k", "hellaswag", "truthfulqa", "winogrande")
+    assert suite.n_items == (99, 100, 97, 97, 100)
+    assert suite.source[0].n_models + suite.target[0].n_models == 1989
+    assert suite.provenance["files"][0]["sha256"]
