@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import TailoredBenchError, check_integer
+from .benchmarks import _full_matrix_arc
 from .files import fetch
 from .matrix import ResponseMatrix, load_matrix
 from .readers import file_records, read_zip_csv
@@ -116,8 +117,23 @@ def _open_llm_tiny() -> tuple[list[str], list[ResponseMatrix], dict]:
     return list(_TINY), matrices, info
 
 
+def _arc_truthfulqa() -> tuple[list[str], list[ResponseMatrix], dict]:
+    """ARC-Challenge in full (Open LLM Leaderboard v2 harness) with tinyTruthfulQA (v1): a suite across
+    leaderboards, for the models both list by the same name."""
+    arc, arc_info = _full_matrix_arc()
+    frame = read_zip_csv(fetch(_ATLAS, _ATLAS_ZIP), _TINY["truthfulqa"])
+    where = f"{_ATLAS}/{_ATLAS_ZIP}:{_TINY['truthfulqa']}"
+    truthfulqa = ResponseMatrix(frame.to_numpy(dtype=np.float64), tuple(frame.index.astype(str)), source=where)
+    info = {
+        "description": "ARC-Challenge (1172 items, v2 harness, benchmark-prediction) with tinyTruthfulQA (97 anchor "
+        "items, v1 harness, ATLAS), the models both leaderboards name alike.",
+        "files": [*arc_info["files"], *file_records((_ATLAS, _ATLAS_ZIP))],
+    }
+    return ["arc_challenge", "truthfulqa"], [arc, truthfulqa], info
+
+
 #: Registered suites: name -> builder of (benchmark names, matrices, provenance).
-SUITES = {"open_llm_tiny": _open_llm_tiny}
+SUITES = {"open_llm_tiny": _open_llm_tiny, "arc_truthfulqa": _arc_truthfulqa}
 
 
 def load_suite(suite: str | Sequence, *, max_models: int | None = None, seed: int = 0) -> Suite:
