@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,11 +20,13 @@ from .batch import NotebookFailed, reproduce
 from .datasets import load_benchmark, load_matrix, split_models
 from .datasets.benchmarks import BENCHMARKS, Benchmark
 from .datasets.files import pin_data_dir
+from .datasets.suites import SUITES, SuiteWarning, load_suite
 from .distances import DISTANCES, check_distance
 from .errors import TailoredBenchError
 from .methods import METHODS
 from .sequential import ATLAS, MAX_BUDGET, ROUND_SIZE, check_precision, simulate_rounds, stop, stop_atlas
 from .simulate import simulate
+from .suite import simulate_suite
 from .workflow import (
     G_SET,
     N_SET,
@@ -110,11 +113,23 @@ def _build_parser() -> argparse.ArgumentParser:
     data = sim.add_mutually_exclusive_group(required=True)
     data.add_argument("--benchmark", help=f"one of: {', '.join(BENCHMARKS)}")
     data.add_argument("--matrix", help="your own models x items 0/1 matrix (.npy or .csv)")
+    data.add_argument(
+        "--suite",
+        nargs="+",
+        help=f"a suite planned at once: {' or '.join(SUITES)}, or two or more matrix files whose models are the same",
+    )
+    sim.add_argument(
+        "--suite-mode",
+        choices=["joint", "independent", "both"],
+        default="joint",
+        help="with --suite: native sources from every benchmark's G-set (joint, the default) or per benchmark",
+    )
+    sim.add_argument("--total-budget", type=_positive_int, help="with --suite: items in all, shared out by item counts")
     sim.add_argument("--split", default="interleave", help="for --matrix: interleave (default) or random")
     sim.add_argument("--max-models", type=_positive_int, help="seeded subsample of models before the split")
     sim.add_argument("--method", nargs="+", default=["tailoredbench"], help=f"one or more of: {', '.join(METHODS)}")
     sim.add_argument("--budget", nargs="+", type=_positive_int, help="items per target, G-set included (default 30)")
-    sim.add_argument("--g-size", type=_positive_int, default=10)
+    sim.add_argument("--g-size", type=_positive_int, help="G-set size (default 10; 5 per benchmark of a suite)")
     sim.add_argument("--distance", default="manhattan", help=f"one of: {', '.join(DISTANCES)}")
     sim.add_argument("--runs", type=_positive_int, default=20)
     sim.add_argument("--seed", type=_seed, default=0)
@@ -225,6 +240,12 @@ def _check_precision_args(args) -> None:
 
 def _simulate(args) -> int:
     check_distance(args.distance)
+    if args.suite:
+        return _simulate_suite(args)
+    given = [flag for flag, value in (("--total-budget", args.total_budget),) if value]
+    if given or args.suite_mode != "joint":
+        raise TailoredBenchError(f"{given[0] if given else '--suite-mode'} applies with --suite only")
+    args.g_size = args.g_size or 10
     _check_output(args.tidy, args.force)
     _check_precision_args(args)
     if args.precision is not None and args.no_interval:
@@ -272,6 +293,82 @@ def _simulate(args) -> int:
                 f"tau {r['kendall_tau']:.3f} ± {r['kendall_tau_se']:.3f}  "
                 + (f"coverage {r['coverage']:.2f} (width {r['interval_width']:.3f})  " if "coverage" in r else "")
                 + f"({r['seconds_per_run']:.2f} s/run, {r['runs']} runs)"
+            )
+    return 0
+
+
+def _simulate_suite(args) -> int:
+    """``simulate --suite``: the suite's benchmarks planned at once (and/or one at a time)."""
+    refused = [
+        flag
+        for flag, value in (
+            ("--precision", args.precision),
+            ("--backend", args.backend),
+            ("--scheduler", args.scheduler),
+            ("--sample", args.sample),
+            ("--variant", args.variant),
+            ("--no-interval", args.no_interval),
+        )
+        if value
+    ]
+    if refused:
+        raise TailoredBenchError(f"{refused[0]} does not apply with --suite")
+    if args.budget and len(args.budget) > 1:
+        raise TailoredBenchError("with --suite, --budget is one number: the items per benchmark")
+    _check_output(args.tidy, args.force)
+    names = args.suite[0] if len(args.suite) == 1 else args.suite
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SuiteWarning)
+        suite = load_suite(names, max_models=args.max_models, seed=args.seed, split=args.split)
+    for warning in caught:
+        print(f"tailoredbench: note: {warning.message}", file=sys.stderr)
+    modes = ["joint", "independent"] if args.suite_mode == "both" else [args.suite_mode]
+    sim = simulate_suite(
+        suite,
+        args.method,
+        modes,
+        budget=args.budget[0] if args.budget else None,
+        total_budget=args.total_budget,
+        runs=args.runs,
+        seed=args.seed,
+        n_jobs=args.jobs,
+        g_size=args.g_size or 5,
+        distance=args.distance,
+        level=args.interval,
+    )
+    if args.tidy:
+        _write_output(args.tidy, sim.results.to_csv(index=False), args.force)
+    records = []
+    for _, row in sim.summary.iterrows():
+        records.append(
+            {
+                "method": row["method"],
+                "mode": row["mode"],
+                "suite": suite.name,
+                "benchmarks": list(suite.benchmarks),
+                "budgets": sim.settings["budgets"],
+                "items": int(row["items"]),
+                "runs": int(row["runs"]),
+                "seed": args.seed,
+                "g_size": sim.settings["g_size"],
+                "distance": args.distance,
+                "n_source": suite.source[0].n_models,
+                "n_target": suite.target[0].n_models,
+                "n_items": list(suite.n_items),
+                **{k: float(row[k]) for k in ("mae", "mae_se", "suite_mae", "suite_mae_se")},
+                "mae_by_benchmark": [float(v) for v in row["mae_by_benchmark"]],
+                "interval_level": args.interval,
+                **{k: float(row[k]) for k in ("coverage", "coverage_se", "suite_coverage")},
+            }
+        )
+    if args.json:
+        _print_json(records)
+    else:
+        for r in records:
+            by = ", ".join(f"{b} {m:.4f}" for b, m in zip(r["benchmarks"], r["mae_by_benchmark"], strict=True))
+            print(
+                f"{r['method']:<18} {r['mode']:<11} {r['items']} items  MAE {r['mae']:.4f} ± {r['mae_se']:.4f} "
+                f"({by})  suite mean {r['suite_mae']:.4f}  coverage {r['coverage']:.2f}  ({r['runs']} runs)"
             )
     return 0
 

@@ -91,14 +91,24 @@ def align(matrices: Sequence[ResponseMatrix]) -> tuple[list[ResponseMatrix], int
     return aligned, len(every) - len(order)
 
 
-def split_suite(name: str, names: Sequence[str], matrices: Sequence[ResponseMatrix], provenance: dict) -> Suite:
-    """The paper's accuracy-stratified interleave on the models' mean accuracy over the suite's benchmarks."""
-    mean = np.mean([m.accuracy() for m in matrices], axis=0)
-    order = np.argsort(mean, kind="stable")
-    target_rows, source_rows = order[0::2], order[1::2]
+def split_suite(
+    name: str, names: Sequence[str], matrices: Sequence[ResponseMatrix], provenance: dict, how: str = "interleave"
+) -> Suite:
+    """Source and target models, as :func:`~tailoredbench.datasets.matrix.split_models` splits one matrix
+    (``"interleave"``: sorted by the models' mean accuracy over the suite's benchmarks; ``"random"``: halves)."""
+    n = matrices[0].n_models
+    if how == "interleave":
+        order = np.argsort(np.mean([m.accuracy() for m in matrices], axis=0), kind="stable")
+        target_rows, source_rows = order[0::2], order[1::2]
+    elif how == "random":  # as split_models draws it
+        order = np.random.default_rng(provenance.get("split_seed", 0)).permutation(n)
+        target_rows, source_rows = np.sort(order[: n // 2]), np.sort(order[n // 2 :])
+    else:
+        raise TailoredBenchError(f"unknown split {how!r}; use 'interleave' or 'random'")
     source = tuple(m.take_models(source_rows) for m in matrices)
     target = tuple(m.take_models(target_rows) for m in matrices)
-    return Suite(name, tuple(names), source, target, {**provenance, "split": "interleave (accuracy-stratified)"})
+    split = "interleave (accuracy-stratified)" if how == "interleave" else "random"
+    return Suite(name, tuple(names), source, target, {**provenance, "split": split})
 
 
 def _open_llm_tiny() -> tuple[list[str], list[ResponseMatrix], dict]:
@@ -136,12 +146,15 @@ def _arc_truthfulqa() -> tuple[list[str], list[ResponseMatrix], dict]:
 SUITES = {"open_llm_tiny": _open_llm_tiny, "arc_truthfulqa": _arc_truthfulqa}
 
 
-def load_suite(suite: str | Sequence, *, max_models: int | None = None, seed: int = 0) -> Suite:
+def load_suite(
+    suite: str | Sequence, *, max_models: int | None = None, seed: int = 0, split: str = "interleave"
+) -> Suite:
     """A suite split into source and target models.
 
     ``suite`` is a name in :data:`SUITES`, or two or more matrix files (``.csv`` aligned by model id, ``.npy``
     by row order) or :class:`ResponseMatrix` objects; benchmarks are named after the files. ``max_models``: a
-    seeded subsample of the aligned models before the split.
+    seeded subsample of the aligned models before the split; ``split`` as :func:`split_suite` (``"random"``
+    seeded by ``seed``).
     """
     if isinstance(suite, str):
         if suite not in SUITES:
@@ -181,4 +194,4 @@ def load_suite(suite: str | Sequence, *, max_models: int | None = None, seed: in
             rows = np.sort(np.random.default_rng(seed).choice(matrices[0].n_models, max_models, replace=False))
             matrices = [m.take_models(rows) for m in matrices]
             info = {**info, "max_models": max_models, "subsample_seed": seed}
-    return split_suite(name, names, matrices, info)
+    return split_suite(name, names, matrices, {**info, "split_seed": seed} if split == "random" else info, split)
