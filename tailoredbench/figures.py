@@ -66,6 +66,8 @@ METHOD_MARKERS = {
     "fluid": "X",
     "fluid_atlas": "*",
 }
+#: A method colour at least this light (luma, 0-1) reads faintly on white: its marks get a darker edge.
+LIGHT = 0.75
 #: What is no method: reference lines, items not highlighted, a role such as "best baseline" with no method named.
 NEUTRAL = "#7f7f7f"
 #: Labels the tables use for a method, lower-cased, with the method each stands for.
@@ -156,6 +158,29 @@ def method_colour(name: str) -> str:
         base, variant = method[:-1].split("[", 1)
         return VARIANT_COLOURS.get(variant, METHOD_COLOURS[base]) if base == "tailored_plus" else METHOD_COLOURS[base]
     return METHOD_COLOURS[method]
+
+
+def method_edge(name: str) -> str:
+    """The edge of a method's marks: its colour, or a darker shade of it where the colour is light (yellow).
+
+    Examples
+    --------
+    >>> method_edge("tailoredbench") == method_colour("tailoredbench"), method_edge("fluid_atlas")
+    (True, '#847d24')
+    """
+    colour = method_colour(name)
+    r, g, b = to_rgb(colour)
+    return to_hex((0.55 * r, 0.55 * g, 0.55 * b)) if 0.299 * r + 0.587 * g + 0.114 * b >= LIGHT else colour
+
+
+def _cased(name: str, width: float) -> list:
+    """Path effects that outline a light method's line of ``width`` in its edge colour, so that it reads on white."""
+    from matplotlib import patheffects
+
+    edge = method_edge(name)
+    if edge == method_colour(name):
+        return []
+    return [patheffects.withStroke(linewidth=width + 1.5, foreground=edge)]
 
 
 def benchmark_colours(names: Iterable[str]) -> dict[str, str]:
@@ -593,32 +618,54 @@ def plot_precision(table: pd.DataFrame, path: str | Path):
     """Items asked against the requested precision, one panel per benchmark and a colour per method: the
     sequential mode's mean (solid, ± one standard error where the table has ``items_se``) beside the fixed
     budget that brings 90% of the targets to that precision (dashed); a hollow marker where fewer than 90%
-    of the targets reach the precision by the maximum."""
+    of the targets reach the precision by the maximum. Each method's points sit a little apart from the
+    others' at the same precision, so that none hides another."""
     plt, _ = plotting()
     names = list(dict.fromkeys(table["benchmark"]))
     methods = method_order(table["method"])
     precisions = sorted(table["precision"].unique())
+    step = min(np.diff(precisions), default=0.01) / 5  # the methods' offsets within a precision
     fig, axes, spare = _grid(len(names), 3, 3.3, sharey=True)
     for ax, name in zip(axes, names, strict=True):
         top = table.loc[table["benchmark"] == name, "max_budget"].iloc[0]
         ax.axhline(top, color=NEUTRAL, lw=1, ls="-.")
-        for method in methods:
+        for k, method in enumerate(methods):
             rows = table[(table["benchmark"] == name) & (table["method"] == method)].sort_values("precision")
-            x, c = rows["precision"].to_numpy(), method_colour(method)
+            # the axis runs from loose to tight precision: subtracting sets the methods left to right in their order
+            x = rows["precision"].to_numpy() - (k - (len(methods) - 1) / 2) * step
+            c, edge = method_colour(method), method_edge(method)
+            below = 0.1 * (edge != c)  # a light method's outlined line, wider, goes under the others'
             short = rows["precision_met"].to_numpy() < 0.9
-            ax.errorbar(x, rows["items_mean"], yerr=rows.get("items_se"), color=c, marker="o", ms=5, capsize=2)
-            ax.scatter(x[short], rows["items_mean"].to_numpy()[short], s=80, facecolors="white", edgecolors=c, zorder=3)
-            ax.plot(x, rows["fixed_budget"], color=c, ls="--", marker="s", ms=4)
+            ax.errorbar(
+                x,
+                rows["items_mean"],
+                yerr=rows.get("items_se"),
+                color=c,
+                ecolor=edge,
+                marker="o",
+                ms=5,
+                mec=edge,
+                capsize=2.5,
+                path_effects=_cased(method, 1.5),
+                zorder=2 - below,
+            )
+            mean = rows["items_mean"].to_numpy()
+            hollow = {"s": 80, "facecolors": "white", "edgecolors": edge, "linewidths": 1.2, "zorder": 3 - below}
+            ax.scatter(x[short], mean[short], **hollow)
+            dashed = {"ls": "--", "marker": "s", "ms": 4, "mec": edge, "zorder": 2 - below}
+            ax.plot(x, rows["fixed_budget"], color=c, path_effects=_cased(method, 1.5), **dashed)
             # a cross on the maximum: no fixed budget up to it brings 90% of the targets to the precision
             none = rows["fixed_budget"].isna().to_numpy()
-            ax.scatter(x[none], np.full(none.sum(), top), marker="X", s=45, color=c, zorder=3)
+            ax.scatter(
+                x[none], np.full(none.sum(), top), marker="X", s=45, facecolors=c, edgecolors=edge, zorder=3 - below
+            )
         ax.set_title(name, fontsize=11)
         ax.set_xticks(precisions, [f"{p:.2f}" for p in precisions], fontsize=9)
         ax.set_xlim(max(precisions) + 0.005, min(precisions) - 0.005)  # tighter precision to the right: more items
         ax.set(xlabel="requested precision (±)", ylabel="items asked per target")
         ax.yaxis.set_tick_params(labelleft=True)
     line = plt.Line2D
-    handles = [line([], [], color=method_colour(m), lw=3) for m in methods]
+    handles = [line([], [], color=method_colour(m), lw=3, path_effects=_cased(m, 3)) for m in methods]
     labels = list(methods)
     handles += [
         line([], [], color="black", marker="o", ms=5),

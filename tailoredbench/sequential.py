@@ -237,7 +237,8 @@ def precision_table(
     items, coverage and MAE beside the fixed budget's. With ``matrices`` (name -> (source, target) values),
     the rounds of ``fluid`` are also stopped by ATLAS's rule (:func:`stop_atlas`), as method :data:`ATLAS`.
 
-    ``fixed_coverage``: the mean over rounds of each round's fixed-budget coverage. ``goal_met``: at least
+    ``items_se``: the standard error of ``items_mean`` across targets, each target's mean over runs one
+    observation. ``fixed_coverage``: the mean over rounds of each round's fixed-budget coverage. ``goal_met``: at least
     :data:`GOAL_SHARE` of the targets reach the precision, with fewer items on average than the fixed
     budget that brings :data:`FIXED_SHARE` there (or none does), and coverage within :data:`COVERAGE_GOAL`.
     """
@@ -247,11 +248,12 @@ def precision_table(
         if "fluid" in fixed_coverage:  # ATLAS's rule stops the same probe
             fixed_coverage[ATLAS] = fixed_coverage["fluid"]
         for precision in precisions:
-            summary = stop(rounds, precision).summary
+            stopped = [stop(rounds, precision)]
             if matrices and name in matrices and "fluid" in rounds.calibration:
                 source, target = matrices[name]
-                atlas = stop_atlas(rounds, source, target, precision).summary
-                summary = pd.concat([summary, atlas.drop(columns="se_threshold")], ignore_index=True)
+                stopped.append(stop_atlas(rounds, source, target, precision))
+            summary = pd.concat([s.summary.drop(columns="se_threshold", errors="ignore") for s in stopped])
+            items_se = _items_se(pd.concat([s.results for s in stopped]))
             for _, row in summary.iterrows():
                 fixed = row["fixed_budget"]
                 fewer = bool(np.isnan(fixed) or row["items_mean"] < fixed)
@@ -265,6 +267,7 @@ def precision_table(
                         "max_budget": rounds.settings["budgets"][-1],
                         "precision_met": row["precision_met"],
                         "items_mean": row["items_mean"],
+                        "items_se": items_se[row["method"]],
                         "items_p90": row["items_p90"],
                         "fixed_budget": fixed,
                         "coverage": row["coverage"],
@@ -275,6 +278,14 @@ def precision_table(
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def _items_se(results: pd.DataFrame) -> pd.Series:
+    """Per method of :func:`stop`'s ``results``, the standard error of the mean items across targets."""
+    per_target = results.groupby(["method", "target"], sort=False)["items"].mean()
+    return per_target.groupby(level="method", sort=False).agg(
+        lambda v: v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else 0.0
+    )
 
 
 def followed(

@@ -29,7 +29,7 @@ from .datasets.matrix import ResponseMatrix, split_models
 from .distances import standardize
 from .errors import TailoredBenchError
 from .kmedoids import binary_points, k_medoids_binary
-from .methods import MethodSpec
+from .methods import PAPER_METHODS, MethodSpec
 from .methods.tailored_plus import VARIANTS
 from .metrics import covered, within_noise
 from .report import cell, title
@@ -710,6 +710,33 @@ def beyond_headline(table: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+#: What a method from after the paper is, for prose that names it as a benchmark's best baseline.
+LATER_METHODS = {"fluid": "the adaptive IRT test"}
+
+
+def below_best_baseline(headline: pd.DataFrame) -> str:
+    """One sentence: on how many benchmarks TailoredBench+ is below the best baseline (:func:`beyond_headline`), and
+    which best baselines came after the paper, said so, lest they be read as the paper's baselines.
+
+    Examples
+    --------
+    >>> headline = pd.DataFrame({"benchmark": ["gsm8k", "pope", "x"], "TailoredBench+": 0.02,
+    ...                          "best baseline": ["gp_irt", "fluid", "fluid"], "baseline": [0.03, 0.01, 0.03]})
+    >>> print(below_best_baseline(headline))  # doctest: +NORMALIZE_WHITESPACE
+    TailoredBench+ is below the best baseline on 2 of 3 benchmarks; fluid, the adaptive IRT test from after
+    the paper, is the best baseline on 2 of 3 (POPE and x).
+    """
+    n, below = len(headline), (headline["TailoredBench+"] < headline["baseline"]).sum()
+    said = f"TailoredBench+ is below the best baseline on {below} of {n} benchmarks"
+    best = headline["best baseline"]
+    for method in dict.fromkeys(m for m in best if m and m not in PAPER_METHODS):
+        where = headline.loc[best == method, "benchmark"]
+        what = LATER_METHODS.get(method, "a method")
+        said += f"; {method}, {what} from after the paper, is the best baseline on {len(where)} of {n} "
+        said += f"({_names([title(b) for b in where])})"
+    return said + "."
 
 
 def by_benchmark(table: pd.DataFrame, value: str, row: str = "method", mean: bool = True) -> pd.DataFrame:

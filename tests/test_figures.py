@@ -127,6 +127,35 @@ def test_every_requested_precision_is_labelled(tmp_path):
     assert all(ax.get_xlabel() and ax.get_ylabel() for ax in fig.axes[:2])
 
 
+def test_the_precision_figure_gives_each_mean_its_error_bar_and_hides_no_method(tmp_path):
+    methods = ("tailoredbench", "fluid", "fluid_atlas")
+    rows = [
+        {
+            "benchmark": "pope",
+            "method": m,
+            "precision": p,
+            "max_budget": 120,
+            "precision_met": 0.0,
+            "items_mean": 120.0,  # fluid and ATLAS's rule both at the maximum, as on POPE
+            "items_se": 3.0,
+            "fixed_budget": float("nan"),
+        }
+        for m in methods
+        for p in (0.05, 0.1)
+    ]
+    fig = figures.plot_precision(pd.DataFrame(rows), tmp_path / "precision.png")
+    bars = [c for c in fig.axes[0].containers if isinstance(c, matplotlib.container.ErrorbarContainer)]
+    assert len(bars) == len(methods) and all(bar.has_yerr for bar in bars)
+    spans = [segment[:, 1] for bar in bars for segment in bar.lines[2][0].get_segments()]
+    assert all(high - low == pytest.approx(6.0) for low, high in spans)  # ± one standard error
+    xs = [tuple(bar.lines[0].get_xdata()) for bar in bars]
+    assert len(set(xs)) == len(methods)  # at one precision, side by side rather than on top of each other
+    atlas = next(bar for bar in bars if bar.lines[0].get_color() == figures.METHOD_COLOURS["fluid_atlas"])
+    edge = atlas.lines[0].get_markeredgecolor()
+    assert edge == figures.method_edge("fluid_atlas") != figures.METHOD_COLOURS["fluid_atlas"]  # yellow, outlined
+    assert figures.method_edge("fluid") == figures.METHOD_COLOURS["fluid"]  # the other colours keep theirs
+
+
 def test_the_family_heatmap_has_the_same_families_on_both_axes(tmp_path):
     frame = pd.DataFrame(
         [

@@ -8,7 +8,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import expit, log_expit
 
 from conftest import synthetic_matrix
-from tailoredbench import rng
+from tailoredbench import rng, studies
 from tailoredbench.cli import main
 from tailoredbench.errors import TailoredBenchError
 from tailoredbench.methods import MethodSpec, fluid, irt, parse_methods
@@ -252,6 +252,11 @@ def test_the_precision_table_puts_atlas_rule_beside_fluid(fluid_rounds):
         and row["coverage"] == atlas.summary["coverage"].iloc[0]
     )
     assert list(precision_table({"pair": rounds}, [0.08])["method"]) == ["fluid"]
+    # each target's mean items over runs is one observation, as in the report's items table
+    per_target = atlas.results.groupby("target")["items"].mean()
+    assert row["items_se"] == pytest.approx(per_target.std(ddof=1) / np.sqrt(len(per_target)))
+    items = studies.items_by_precision({"pair": rounds}, [0.08]).set_index("method")
+    assert table.set_index("method").loc["fluid", "items_se"] == pytest.approx(items.loc["fluid", "items_se"])
 
 
 def test_a_test_starts_from_given_items_then_asks_rounds_of_the_most_informative():

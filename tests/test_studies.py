@@ -1,6 +1,7 @@
 """The analysis studies: their method switches, helpers and notebooks."""
 
 import json
+import re
 
 import nbformat
 import numpy as np
@@ -224,7 +225,7 @@ SMOKE = {
     "study_calibration": {"benchmarks": ["pope"], "runs": 2, "jobs": 1},
     "study_g_size": {"benchmarks": ["pope"], "runs": 2, "jobs": 1, "g_sizes": [5, 10]},
     "study_budget_scaling": {
-        "benchmarks": ["pope"],
+        "benchmarks": ["pope", "hellaswag"],  # two: the takeaway's average over benchmarks too
         "runs": 1,
         "jobs": 1,
         "budgets": [50, 60],
@@ -280,6 +281,7 @@ def test_study_notebook_smoke(name, tmp_path):
     assert list((out / "figures").glob("*.png"))
     nb = check_clean(out / f"{name}.ipynb", tmp_path)
     assert _takeaway_of(nb)[0] == " ".join(findings)  # the takeaway shown is the one recorded
+    assert len(re.split(r"(?<=[.!?])\s+(?=[A-Z])", " ".join(findings))) <= 3, findings
     assert len(image_cells(nb)) >= 1  # figures show in their cells
     assert list((out / "tables").glob("*.csv")) and list((out / "tables").glob("*.md"))
     for table in metrics["tables"].values():
@@ -327,6 +329,24 @@ def test_beyond_notebook_smoke(tmp_path):
     nb = check_clean(tmp_path / "beyond" / "beyond.ipynb", tmp_path)
     assert len(image_cells(nb)) == 1
     assert _takeaway_of(nb)[0] == " ".join(metrics["findings"])
+
+
+def test_a_best_baseline_from_after_the_paper_is_said_to_be_one():
+    headline = pd.DataFrame(
+        {
+            "benchmark": ["arc_challenge", "gsm8k", "pope"],
+            "TailoredBench+": [0.026, 0.028, 0.017],
+            "best baseline": ["random_regression", "fluid", "fluid"],
+            "baseline": [0.040, 0.030, 0.013],
+        }
+    )
+    said = studies.below_best_baseline(headline)
+    assert said == (
+        "TailoredBench+ is below the best baseline on 2 of 3 benchmarks; fluid, the adaptive IRT test from after "
+        "the paper, is the best baseline on 2 of 3 (GSM8K and POPE)."
+    )
+    paper_only = headline.assign(**{"best baseline": "gp_irt"})
+    assert studies.below_best_baseline(paper_only) == "TailoredBench+ is below the best baseline on 2 of 3 benchmarks."
 
 
 def test_coverage_is_judged_against_the_goal_with_its_standard_error():
