@@ -1,5 +1,6 @@
 """A suite of benchmarks planned at once: alignment, the joint plan against the faithful per-benchmark one."""
 
+import json
 import warnings
 
 import numpy as np
@@ -131,3 +132,60 @@ def test_open_llm_tiny_holds_the_five_benchmarks_of_the_models_common_to_all():
     assert suite.n_items == (99, 100, 97, 97, 100)
     assert suite.source[0].n_models + suite.target[0].n_models == 1989
     assert suite.provenance["files"][0]["sha256"]
+
+
+def _csv(matrix: ResponseMatrix, path):
+    pd.DataFrame(matrix.values, index=list(matrix.models), columns=[f"q{i}" for i in range(matrix.n_items)]).to_csv(
+        path
+    )
+    return str(path)
+
+
+def test_simulate_suite_from_the_command_line_prints_one_record_per_method_and_mode(tmp_path, capsys):
+    from tailoredbench.cli import main
+
+    a, b = synthetic_suite(n_benchmarks=2)
+    files = [_csv(a, tmp_path / "arc.csv"), _csv(b.take_models(range(55)), tmp_path / "gsm.csv")]
+    args = ["simulate", "--suite", *files, "--budget", "8", "--g-size", "3", "--runs", "2", "--json"]
+    assert main([*args, "--method", "tailoredbench", "random_regression", "--suite-mode", "both"]) == 0
+    out, err = capsys.readouterr()
+    assert (
+        err.strip()
+        == "tailoredbench: note: 5 models are missing from some benchmark of the suite and were dropped; 55 remain"
+    )
+    records = json.loads(out)
+    assert [(r["mode"], r["method"]) for r in records] == [
+        ("joint", "tailoredbench"),
+        ("joint", "random_regression"),
+        ("independent", "tailoredbench"),
+        ("independent", "random_regression"),
+    ]
+    first = records[0]
+    assert first["benchmarks"] == ["arc", "gsm"] and first["items"] == 16 and first["budgets"] == [8, 8]
+    assert first["mae"] == pytest.approx(np.mean(first["mae_by_benchmark"]))
+    assert {"suite_mae", "coverage", "suite_coverage", "n_source", "n_target", "runs"} <= set(first)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--precision", "0.05"], "--precision does not apply with --suite"),
+        (["--budget", "8", "9"], "--budget is one number"),
+        (["--suite-mode", "apart"], "invalid choice"),
+    ],
+)
+def test_simulate_suite_refuses_what_does_not_apply_in_one_line(tmp_path, capsys, extra, message):
+    from tailoredbench.cli import main
+
+    a, b = synthetic_suite(n_benchmarks=2)
+    files = [_csv(a, tmp_path / "a.csv"), _csv(b, tmp_path / "b.csv")]
+    assert main(["simulate", "--suite", *files, "--runs", "1", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "Traceback" not in err
+
+
+def test_total_budget_and_suite_mode_need_a_suite(capsys):
+    from tailoredbench.cli import main
+
+    assert main(["simulate", "--benchmark", "gsm8k", "--total-budget", "40"]) == 2
+    assert capsys.readouterr().err.strip() == "tailoredbench: error: --total-budget applies with --suite only"
