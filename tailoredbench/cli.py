@@ -316,6 +316,11 @@ def _simulate_suite(args) -> int:
     if args.budget and len(args.budget) > 1:
         raise TailoredBenchError("with --suite, --budget is one number: the items per benchmark")
     _check_output(args.tidy, args.force)
+    registered = [name for name in args.suite if name in SUITES]
+    if registered and len(args.suite) > 1:
+        raise TailoredBenchError(f"--suite takes a registered suite ({registered[0]}) alone, or matrix files")
+    if len(args.suite) == 1 and not registered and Path(args.suite[0]).suffix:
+        raise TailoredBenchError(f"a suite needs two or more matrix files, got one: {args.suite[0]}")
     names = args.suite[0] if len(args.suite) == 1 else args.suite
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SuiteWarning)

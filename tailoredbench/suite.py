@@ -258,6 +258,8 @@ def check_budgets(suite: Suite, budget, total_budget, g_size: int, methods) -> t
         budgets = np.floor(total * n_items / n_items.sum()).astype(int)
         budgets[np.argsort(-(total * n_items / n_items.sum() - budgets), kind="stable")[: total - budgets.sum()]] += 1
     for name, b, n in zip(suite.benchmarks, budgets, n_items, strict=True):
+        if b < 1:
+            raise TailoredBenchError(f"a total budget of {total_budget} leaves {name} no item")
         if b > n:
             raise TailoredBenchError(f"budget {b} exceeds the item count {n} of {name}")
         if {"tailoredbench", "tailored_plus"} & set(methods) and b <= g_size:

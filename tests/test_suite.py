@@ -189,3 +189,16 @@ def test_total_budget_and_suite_mode_need_a_suite(capsys):
 
     assert main(["simulate", "--benchmark", "gsm8k", "--total-budget", "40"]) == 2
     assert capsys.readouterr().err.strip() == "tailoredbench: error: --total-budget applies with --suite only"
+
+
+def test_suite_names_a_registered_suite_alone_or_two_files(capsys):
+    from tailoredbench.cli import main
+
+    assert main(["simulate", "--suite", "only.csv"]) == 2
+    assert capsys.readouterr().err.strip().endswith("a suite needs two or more matrix files, got one: only.csv")
+    assert main(["simulate", "--suite", "open_llm_tiny", "more.csv"]) == 2
+    assert "registered suite (open_llm_tiny) alone" in capsys.readouterr().err
+    parts = synthetic_suite(n_benchmarks=2)
+    parts[1] = ResponseMatrix(parts[1].values[:, :2], models=parts[1].models)
+    with pytest.raises(TailoredBenchError, match="a total budget of 2 leaves benchmark_1 no item"):
+        simulate_suite(parts, ["random"], total_budget=2, runs=1)
