@@ -20,13 +20,14 @@ from .batch import NotebookFailed, reproduce
 from .datasets import load_benchmark, load_matrix, split_models
 from .datasets.benchmarks import BENCHMARKS, Benchmark
 from .datasets.files import pin_data_dir
-from .datasets.suites import SUITES, SuiteWarning, load_suite
+from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, load_suite
 from .distances import DISTANCES, check_distance
 from .errors import TailoredBenchError
 from .methods import METHODS
 from .sequential import ATLAS, MAX_BUDGET, ROUND_SIZE, check_precision, simulate_rounds, stop, stop_atlas
 from .simulate import simulate
 from .suite import simulate_suite
+from .suite_workflow import estimate_suite, is_suite_plan, plan_suite_g_set, plan_suite_n_set
 from .workflow import (
     G_SET,
     N_SET,
@@ -157,14 +158,31 @@ def _build_parser() -> argparse.ArgumentParser:
 
     plan = sub.add_parser(
         "plan",
-        help="plan a new model's probe: --benchmark writes the G-set; --state with --samples writes the N-set",
+        help="plan a new model's probe: --benchmark (or --suite) writes the G-set; --state with --samples the N-set",
     )
     start = plan.add_mutually_exclusive_group(required=True)
     start.add_argument("--benchmark", help=f"step 1: fit on this benchmark's source models ({', '.join(BENCHMARKS)})")
+    start.add_argument(
+        "--suite",
+        nargs="+",
+        help=f"step 1 for a whole suite: {' or '.join(SUITES)}, or two or more matrix files (all source models, "
+        "item ids the tasks' doc_ids); one G-set per benchmark, all in one g_set.json",
+    )
     start.add_argument("--state", help="step 2: the plan folder of step 1")
     plan.add_argument("--task", help="lm-eval task name (default: the benchmark's name)")
     plan.add_argument("--metric", help="per-sample metric to read (default per task, e.g. acc_norm for arc_challenge)")
-    plan.add_argument("--g-size", type=_positive_int, default=10)
+    plan.add_argument(
+        "--tasks",
+        help="with --suite: the lm-eval tasks, comma-separated, one per benchmark in the suite's order (default for "
+        "open_llm_tiny: " + ",".join(task for task, _ in LM_EVAL_TASKS["open_llm_tiny"]) + ")",
+    )
+    plan.add_argument(
+        "--metrics",
+        nargs="+",
+        help="with --suite: one per-sample metric per task (default per task; truthfulqa_mc2's acc, a probability, "
+        "is read as acc>0.5: right when above 0.5)",
+    )
+    plan.add_argument("--g-size", type=_positive_int, help="G-set size (default 10; 5 per benchmark of a suite)")
     plan.add_argument("--distance", default="manhattan")
     plan.add_argument("--seed", type=_seed)
     plan.add_argument("--out", help="step 1: plan folder to write")
@@ -176,6 +194,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help=f"with --precision: whose rounds, {' or '.join(ROUND_METHODS)} (default tailoredbench; "
         "fluid: the items of highest Fisher information at the model's ability so far)",
     )
+    plan.add_argument("--jobs", type=_positive_int, help="with a suite's --budget: workers fitting its weights")
     plan.add_argument("--force", action="store_true", help="replace a plan (or an N-set) already in the folder")
 
     est = sub.add_parser("estimate", help="estimate a new model's accuracy from its samples on the planned items")
@@ -436,6 +455,13 @@ def _simulate_precision(args, bench, common) -> int:
 
 
 def _plan(args) -> int:
+    if args.suite or (args.state and is_suite_plan(args.state)):
+        return _plan_suite(args)
+    suite_only = (("--tasks", args.tasks), ("--metrics", args.metrics), ("--jobs", args.jobs))
+    given = [flag for flag, value in suite_only if value]
+    if given:
+        raise TailoredBenchError(f"{given[0]} applies to a suite's plan only")
+    args.g_size = args.g_size or 10
     _check_precision_args(args)
     if args.method is not None:
         check_round_method(args.method)
@@ -471,6 +497,65 @@ def _plan(args) -> int:
     return 0
 
 
+def _plan_suite(args) -> int:
+    """``plan --suite`` (step 1) and ``plan --state`` on a suite's plan (step 2)."""
+    refused = [
+        flag
+        for flag, value in (
+            ("--task", args.task),
+            ("--metric", args.metric),
+            ("--precision", args.precision),
+            ("--max-budget", args.max_budget),
+            ("--round-size", args.round_size),
+            ("--method", args.method),
+        )
+        if value is not None
+    ]
+    if refused:
+        hint = {"--task": "; name them with --tasks", "--metric": "; name them with --metrics"}.get(refused[0], "")
+        raise TailoredBenchError(f"{refused[0]} does not apply to a suite's plan{hint}")
+    if args.suite:
+        if args.budget:
+            raise TailoredBenchError("--budget goes with plan --state, after the G-sets' lm-eval run")
+        if args.jobs:
+            raise TailoredBenchError("--jobs goes with plan --state --budget, where the weights are fitted")
+        if not args.out:
+            raise TailoredBenchError("plan --suite needs --out FOLDER")
+        suite = args.suite[0] if len(args.suite) == 1 else args.suite
+        tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else None
+        options = {"g_size": args.g_size or 5, "seed": args.seed or 0, "distance": args.distance, "force": args.force}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SuiteWarning)
+            state = plan_suite_g_set(suite, args.out, tasks=tasks, metrics=args.metrics, **options)
+        for warning in caught:
+            print(f"tailoredbench: note: {warning.message}", file=sys.stderr)
+        tasks = list(state.tasks)
+        print(f"wrote {args.out}/{G_SET}: {state.g_size} items of each of {len(tasks)} tasks (the G-sets)")
+        print(
+            f"next: lm-eval run ... --tasks {','.join(tasks)} --samples {args.out}/{G_SET} --log_samples "
+            "--output_path OUT"
+        )
+        return 0
+    if args.tasks or args.metrics:
+        raise TailoredBenchError(f"{'--tasks' if args.tasks else '--metrics'} goes with plan --suite")
+    if not args.samples or not args.budget:
+        raise TailoredBenchError("plan --state needs --samples FILE... (every task's) and --budget N per benchmark")
+    state = plan_suite_n_set(
+        args.state, args.samples, args.budget, seed=args.seed, force=args.force, n_jobs=args.jobs or 1
+    )
+    step = state.step
+    assert step is not None  # plan_suite_n_set's step
+    print(
+        f"wrote {args.state}/{N_SET}: the N-sets, {step.budget - state.g_size} more items of each of "
+        f"{len(state.tasks)} tasks ({len(step.native_sources)} native source models)"
+    )
+    print(
+        f"next: lm-eval run ... --tasks {','.join(state.tasks)} --samples {args.state}/{N_SET} --log_samples "
+        "--output_path OUT"
+    )
+    return 0
+
+
 def _plan_round(args) -> int:
     done = plan_round(
         args.state,
@@ -496,6 +581,8 @@ def _plan_round(args) -> int:
 
 
 def _estimate(args) -> int:
+    if is_suite_plan(args.state):
+        return _estimate_suite(args)
     result = estimate(args.state, args.samples, seed=args.seed)
     if args.json:
         print(json.dumps(result))
@@ -508,6 +595,24 @@ def _estimate(args) -> int:
             print(f"{result['status']} (requested +-{result['precision']})")
         if result["native_sources"]:  # fluid has none
             print("native source models: " + ", ".join(result["native_sources"]))
+    return 0
+
+
+def _estimate_suite(args) -> int:
+    result = estimate_suite(args.state, args.samples, seed=args.seed)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    level = f"{result['interval_level']:.0%}"
+    print(
+        f"estimated accuracy (TailoredBench+, joint) from {result['budget']} items of each of "
+        f"{len(result['benchmarks'])} tasks, with {level} intervals:"
+    )
+    rows = [(b["task"], b) for b in result["benchmarks"]] + [("suite mean", result["suite_mean"])]
+    width = max(len(name) for name, _ in rows)
+    for name, row in rows:
+        print(f"  {name:<{width}}  {row['estimate']:.4f}  {row['interval_low']:.4f}-{row['interval_high']:.4f}")
+    print(f"{result['native_sources']} native source models")
     return 0
 
 

@@ -45,7 +45,7 @@ from .methods.random import random_items
 from .metrics import covered, per_run_metrics, summarize
 from .simulate import simulate
 from .stacking import COMPONENTS, components, ridge, simplex_weights
-from .tailored import calibrated_estimate, g_set, n_set, ranked_sources
+from .tailored import Probe, calibrated_estimate, g_set, n_set, ranked_sources
 
 MODES = ("joint", "independent")
 #: Methods with a joint form; the others run per benchmark in either mode.
@@ -107,43 +107,17 @@ def _run(setup: _Setup, targets: Sequence[np.ndarray], key, mode: str, weights=N
 def _tailored(setup: _Setup, targets, key, *, joint: bool):
     """TailoredBench's probes of every target on every benchmark: calibrated estimates, unlikeness and
     TailoredBench+'s single estimates (benchmarks x targets x COMPONENTS)."""
-    sources, budgets, distance = setup.sources, setup.budgets, setup.distance
+    sources = setup.sources
     n_bench, n_targets = len(sources), targets[0].shape[0]
-    g_sets = [
-        g_set(source, setup.g_size, distance=distance, random_state=rng.stream(key, rng.G_SET)) for source in sources
-    ]
-    g_answers = [(s[:, g], t[:, g]) for s, t, g in zip(sources, targets, g_sets, strict=True)]
-    if joint:  # the whole suite's G-sets side by side choose one set of native sources for all benchmarks
-        n_native, order = ranked_sources(
-            *(np.hstack(parts) for parts in zip(*g_answers, strict=True)), distance=distance
-        )
-        native = [order[:, :n_native]] * n_bench
-    else:
-        native = []
-        for g_source, g_target in g_answers:
-            n_native, order = ranked_sources(g_source, g_target, distance=distance)
-            native.append(order[:, :n_native])
+    g_sets = _g_sets(setup, key)
+    native = _native(setup, g_sets, [t[:, g] for t, g in zip(targets, g_sets, strict=True)], joint)
     accuracy = [s.mean(axis=1) for s in sources]
     calibrated, unlike = np.empty((n_bench, n_targets)), np.empty((n_bench, n_targets))
     parts = np.full((n_bench, n_targets, len(COMPONENTS)), np.nan)
     for t in range(n_targets):
-        asked = []
-        for b, source in enumerate(sources):
-            rows = native[b][t]
-            native_results = source[rows]
-            points = binary_points(native_results.T, distance)
-            gen = rng.stream(key, rng.N_SET, t, budgets[b])
-            probe = n_set(source, rows, g_sets[b], budgets[b], distance=distance, random_state=gen, points=points)
-            asked.append((probe, native_results.mean(axis=0), targets[b][t, probe.items]))
-        for b, (probe, native_mean, results) in enumerate(asked):
-            calibrated[b, t] = calibrated_estimate(native_mean, probe, results)
-            unlike[b, t] = unlikeness(sources[b], probe.items, results)
-            if "tailored_plus" in setup.methods:
-                if joint:
-                    found = _joint_components(sources, accuracy[b], asked, b)
-                else:
-                    found = components(sources[b], accuracy[b], native_mean, probe, results, COMPONENTS)
-                parts[b, t] = [found[c] for c in COMPONENTS]
+        probes = _probes(setup, g_sets, [rows[t] for rows in native], key, t)
+        results = [y[t, p.items] for y, p in zip(targets, probes, strict=True)]
+        calibrated[:, t], unlike[:, t], parts[:, t] = _read_probes(setup, probes, results, joint, accuracy)
     return calibrated, unlike, parts
 
 
@@ -458,3 +432,132 @@ def summarize_suite(results: pd.DataFrame, benchmarks: Sequence[str], budgets: S
 def _se(values) -> float:
     values = np.asarray(values, dtype=float)
     return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
+
+
+# ---- Real use: one new model ----------------------------------------------------------------------------------
+# The joint plan of _tailored for one model whose answers come step by step (tailoredbench.suite_workflow): the
+# same functions, called with the model as the only target of run 0 (key (seed, 0)) and its index 0.
+
+
+def _g_sets(setup: _Setup, key) -> list[np.ndarray]:
+    """Each benchmark's G-set of the run ``key``."""
+    return [
+        g_set(source, setup.g_size, distance=setup.distance, random_state=rng.stream(key, rng.G_SET))
+        for source in setup.sources
+    ]
+
+
+def _native(setup: _Setup, g_sets, g_targets, joint: bool) -> list[np.ndarray]:
+    """Each benchmark's native sources of every target (targets x sources kept), from the targets' G-set answers."""
+    sources, distance = setup.sources, setup.distance
+    g_answers = [(s[:, g], t) for s, t, g in zip(sources, g_targets, g_sets, strict=True)]
+    if joint:  # the whole suite's G-sets side by side choose one set of native sources for all benchmarks
+        n_native, order = ranked_sources(
+            *(np.hstack(parts) for parts in zip(*g_answers, strict=True)), distance=distance
+        )
+        return [order[:, :n_native]] * len(sources)
+    native = []
+    for g_source, g_target in g_answers:
+        n_native, order = ranked_sources(g_source, g_target, distance=distance)
+        native.append(order[:, :n_native])
+    return native
+
+
+def _probes(setup: _Setup, g_sets, native_rows, key, t: int) -> list[Probe]:
+    """Target ``t``'s probe on every benchmark: its G-set and the N-set its native sources choose."""
+    probes = []
+    for b, (source, rows) in enumerate(zip(setup.sources, native_rows, strict=True)):
+        budget, distance = setup.budgets[b], setup.distance
+        points = binary_points(source[rows].T, distance)
+        gen = rng.stream(key, rng.N_SET, t, budget)
+        probes.append(n_set(source, rows, g_sets[b], budget, distance=distance, random_state=gen, points=points))
+    return probes
+
+
+def _read_probes(setup: _Setup, probes, results, joint: bool, accuracy=None):
+    """One target's calibrated estimate, unlikeness and TailoredBench+'s single estimates on every benchmark
+    (benchmarks, benchmarks, benchmarks x COMPONENTS) from its ``results`` on each probe's items;
+    ``accuracy``: each benchmark's source accuracies, when computed once for many targets."""
+    sources = setup.sources
+    accuracy = [s.mean(axis=1) for s in sources] if accuracy is None else accuracy
+    asked = [(p, s[p.native_sources].mean(axis=0), y) for s, p, y in zip(sources, probes, results, strict=True)]
+    calibrated, unlike = np.empty(len(sources)), np.empty(len(sources))
+    parts = np.full((len(sources), len(COMPONENTS)), np.nan)
+    for b, (probe, native_mean, y) in enumerate(asked):
+        calibrated[b] = calibrated_estimate(native_mean, probe, y)
+        unlike[b] = unlikeness(sources[b], probe.items, y)
+        if "tailored_plus" in setup.methods:
+            if joint:
+                found = _joint_components(sources, accuracy[b], asked, b)
+            else:
+                found = components(sources[b], accuracy[b], native_mean, probe, y, COMPONENTS)
+            parts[b] = [found[c] for c in COMPONENTS]
+    return calibrated, unlike, parts
+
+
+def _one_model(sources, budgets, g_size: int, distance: str) -> _Setup:
+    """The setup of real use: TailoredBench+ on the sources as given, ``budgets`` items per benchmark."""
+    values = tuple(np.asarray(source, dtype=float) for source in sources)
+    return _Setup(values, tuple(int(b) for b in budgets), g_size, check_distance(distance), ("tailored_plus",), {})
+
+
+def new_model_g_sets(sources: Sequence[np.ndarray], g_size: int = 5, *, distance: str = "manhattan", seed: int = 0):
+    """Each benchmark's G-set (item positions) that a new model answers first: those of :func:`simulate_suite`'s
+    run 0 with ``seed``."""
+    return _g_sets(_one_model(sources, (), g_size, distance), (seed, 0))
+
+
+def new_model_probes(
+    sources: Sequence[np.ndarray], g_sets, g_answers, budgets: Sequence[int], *, distance: str = "manhattan", seed=0
+) -> list[Probe]:
+    """A new model's probe on every benchmark from its 0/1 answers on every G-set (``g_answers``, in G-set order):
+    its native sources from all the answers (the same rows on every benchmark), then each benchmark's N-set, as
+    the joint mode plans them for the only target of run 0."""
+    setup = _one_model(sources, budgets, len(g_sets[0]), distance)
+    native = _native(setup, g_sets, [np.asarray(a, dtype=float).reshape(1, -1) for a in g_answers], True)
+    return _probes(setup, g_sets, [rows[0] for rows in native], (seed, 0), 0)
+
+
+def fit_new_model(
+    sources: Sequence[np.ndarray],
+    budgets: Sequence[int],
+    g_size: int = 5,
+    *,
+    distance: str = "manhattan",
+    seed: int = 0,
+    level: float = LEVEL,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """TailoredBench+'s joint stacking weights (benchmarks x COMPONENTS), each benchmark's conformal quantile and
+    the suite mean's: fitted on the sources playing targets, as :func:`simulate_suite` fits them."""
+    setup = _one_model(sources, budgets, g_size, distance)
+    weights = stacking_weights(setup, "joint", seed)
+    q, q_mean = calibrate(setup, "joint", seed, weights, level)["tailored_plus"]
+    return weights, q, float(q_mean)
+
+
+@dataclass(frozen=True)
+class NewModelEstimate:
+    """A new model's TailoredBench+ (joint) estimates, per benchmark and of the suite mean, with their intervals."""
+
+    estimate: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    suite_estimate: float
+    suite_low: float
+    suite_high: float
+
+
+def new_model_estimate(
+    sources: Sequence[np.ndarray], probes: Sequence[Probe], results, weights, quantiles, suite_quantile: float
+) -> NewModelEstimate:
+    """The estimates from a new model's 0/1 ``results`` on each probe's items, with :func:`fit_new_model`'s weights
+    and quantiles: a half-width is the quantile times the model's difficulty, the suite mean's its mean difficulty."""
+    budgets = [p.budget for p in probes]
+    setup = _one_model(sources, budgets, len(probes[0].g_set), "manhattan")  # the probes' distance is spent
+    _, unlike, parts = _read_probes(setup, probes, [np.asarray(y, dtype=float) for y in results], True)
+    estimate = np.einsum("btc,bc->bt", parts[:, None, :], np.asarray(weights, dtype=float))
+    scale = difficulty(estimate, unlike[:, None], np.array(budgets, dtype=float)[:, None])
+    halfwidth = np.vstack([np.asarray(quantiles, dtype=float)[:, None] * scale, suite_quantile * scale.mean(axis=0)])
+    low, high = clipped_interval(np.vstack([estimate, estimate.mean(axis=0)]), halfwidth)
+    estimate, low, high = np.append(estimate[:, 0], estimate.mean(axis=0)), low[:, 0], high[:, 0]
+    return NewModelEstimate(estimate[:-1], low[:-1], high[:-1], float(estimate[-1]), float(low[-1]), float(high[-1]))

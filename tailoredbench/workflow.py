@@ -54,6 +54,8 @@ from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, rou
 if sys.platform != "win32":
     import fcntl
 
+T = typing.TypeVar("T")
+
 STATE, G_SET, N_SET = "state.json", "g_set.json", "n_set.json"
 #: The sequential mode's files: round k's new items.
 ROUND = "round_{}.json"
@@ -75,6 +77,8 @@ def _require(ok: bool, message: str) -> None:
 
 
 def _fits(value, kind) -> bool:
+    if typing.get_origin(kind) is tuple:  # tuple[X, ...], X itself perhaps a tuple
+        return isinstance(value, tuple) and all(_fits(v, typing.get_args(kind)[0]) for v in value)
     # an int passes for a float (JSON may write 1 for 1.0), a bool for nothing
     return isinstance(value, (int, float) if kind is float else kind) and not isinstance(value, bool)
 
@@ -83,9 +87,7 @@ def _check_types(obj, what: str = "") -> None:
     """Refuse a dataclass whose field (or a nested dataclass's) is not of its annotated type."""
     for name, kind in typing.get_type_hints(type(obj)).items():
         value = getattr(obj, name)
-        each = typing.get_args(kind)[0] if typing.get_origin(kind) is tuple else None
-        ok = isinstance(value, tuple) and all(_fits(v, each) for v in value) if each else _fits(value, kind)
-        _require(ok, f"'{what}{name}' has the wrong type ({type(value).__name__})")
+        _require(_fits(value, kind), f"'{what}{name}' has the wrong type ({type(value).__name__})")
         if dataclasses.is_dataclass(value):
             _check_types(value, f"{what}{name}.")
 
@@ -95,7 +97,12 @@ def _build(cls, data: dict):
     for f in dataclasses.fields(cls):
         _require(f.name in data or f.default is not dataclasses.MISSING, f"not a complete plan state (no '{f.name}')")
     names = [f.name for f in dataclasses.fields(cls) if f.name in data]
-    return cls(**{n: tuple(data[n]) if isinstance(data[n], list) else data[n] for n in names})
+    return cls(**{n: _tuples(data[n]) for n in names})
+
+
+def _tuples(value):
+    """A JSON value with its lists, nested ones too, as tuples."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 def _checksum(body: dict) -> str:
@@ -210,6 +217,7 @@ class PlanState:
         except json.JSONDecodeError:
             raise TailoredBenchError("not a JSON state file (truncated or foreign?)") from None
         _require(isinstance(data, dict), f"not a plan state (a JSON {type(data).__name__})")
+        _require("suite_state_format" not in data, "a suite's plan, read by tailoredbench.suite_workflow")
         found = data.get("state_format", 1)  # the states before formats were numbered are format 1
         _require(found in (cls.FORMAT, *cls.READS), f"a plan state of format {found}, this is format {cls.FORMAT}")
         _require(not {"budget", "precision"} <= data.keys(), "both a fixed budget and a precision")
@@ -289,13 +297,14 @@ def _locked(folder: Path, shared: bool = False):
         os.close(handle)  # and with it the lock
 
 
-def _interrupted(folder: Path, problem: str, step_1: bool) -> TailoredBenchError:
-    redo = f"plan --benchmark ... --out {folder}" if step_1 else f"plan --state {folder} ..."
+def _interrupted(folder: Path, problem: str, step_1: bool, start: str = "--benchmark") -> TailoredBenchError:
+    redo = f"plan {start} ... --out {folder}" if step_1 else f"plan --state {folder} ..."
     return TailoredBenchError(f"{folder}: interrupted plan ({problem}); rerun 'tailoredbench {redo} --force'")
 
 
-def _check_files(folder: Path, files: dict[str, str] | None, step: bool = True) -> None:
-    """Refuse a plan whose files are not those ``state.json`` records (``step=False``: the G-set's only)."""
+def _check_files(folder: Path, files: dict[str, str] | None, step: bool = True, start: str = "--benchmark") -> None:
+    """Refuse a plan whose files are not those ``state.json`` records (``step=False``: the G-set's only);
+    ``start``: the option of ``plan`` that made the plan (named by the error of an interrupted one)."""
     if files is None:
         return
     for name in sorted(_plan_files(folder) | set(files)) if step else [G_SET]:
@@ -307,7 +316,13 @@ def _check_files(folder: Path, files: dict[str, str] | None, step: bool = True) 
             problem = f"{name} does not match {STATE}"
         else:
             continue
-        raise _interrupted(folder, problem, name == G_SET)
+        raise _interrupted(folder, problem, name == G_SET, start)
+
+
+class _Sealed(typing.Protocol):
+    """A plan's state as :meth:`_Step.commit` writes it: JSON sealed with the sha256 of the plan's other files."""
+
+    def to_json(self, files: typing.Mapping[str, str] | None = None) -> str: ...
 
 
 class _Step:
@@ -317,8 +332,8 @@ class _Step:
     any other is only created. A file already holding the contents to write is left as it is.
     """
 
-    def __init__(self, folder: Path, replaces: typing.Callable[[str], bool]):
-        self.folder, self.replaces = folder, replaces
+    def __init__(self, folder: Path, replaces: typing.Callable[[str], bool], start: str = "--benchmark"):
+        self.folder, self.replaces, self.start = folder, replaces, start
         self.staged: dict[str, Path] = {}
         self.files: dict[str, str] = {}
         for left in folder.iterdir():  # left by a killed command: under the lock no other is writing
@@ -341,10 +356,10 @@ class _Step:
     def keep(self, name: str) -> None:
         digest = _digest(self.folder / name)
         if digest is None:
-            raise _interrupted(self.folder, f"{name} is missing", name == G_SET)
+            raise _interrupted(self.folder, f"{name} is missing", name == G_SET, self.start)
         self.files[name] = digest
 
-    def commit(self, state: PlanState) -> None:
+    def commit(self, state: _Sealed) -> None:
         """Put the files in place, remove the plan's files this step does not keep, and write ``state.json``."""
         self.staged[STATE] = atomic.stage(self.folder / STATE, state.to_json(self.files).encode("utf-8"))
         for name in [n for n in self.staged if n != STATE]:
@@ -393,12 +408,18 @@ def plan_g_set(
 
     A folder that holds files is refused unless ``force`` (it may hold a plan a model is run on).
     """
+    seed = check_integer(seed, "seed", 0)
+    options = (task, metric, g_size, seed, distance, force)
+    return in_plan_folder(out, lambda folder: _plan_g_set(benchmark, folder, *options))
+
+
+def in_plan_folder(out: str | Path, step: typing.Callable[[Path], T]) -> T:
+    """``step(out)`` holding the lock of the folder ``out``, made if need be (and removed again if ``step`` fails)."""
     out = Path(out)
     if out.is_symlink() and not out.exists():
         raise TailoredBenchError(f"{out}: a symbolic link to {os.readlink(out)}, which does not exist; give a folder")
     if out.exists() and not out.is_dir():
         raise TailoredBenchError(f"{out}: not a folder")
-    seed = check_integer(seed, "seed", 0)
     try:
         out.mkdir(parents=True)
         made = True
@@ -406,7 +427,7 @@ def plan_g_set(
         made = False
     with _locked(out):
         try:
-            return _plan_g_set(benchmark, out, task, metric, g_size, seed, distance, force)
+            return step(out)
         except BaseException:
             if made:
                 with contextlib.suppress(OSError):  # not empty: another command's files are there

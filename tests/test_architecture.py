@@ -25,7 +25,7 @@ LAYERS = {
     "methods": ["methods"],
     "estimator": ["intervals", "estimator"],
     "reporting": ["figures", "report", "walkthrough"],
-    "experiments": ["simulate", "sequential", "studies", "workflow", "suite"],
+    "experiments": ["simulate", "sequential", "studies", "workflow", "suite", "suite_workflow"],
     "faces": ["batch", "site", "cli", "__main__", "__init__"],
 }
 RANK = {top: rank for rank, tops in enumerate(LAYERS.values()) for top in tops}

@@ -1,10 +1,10 @@
 """The whole real-use loop against the real lm-evaluation-harness: plan, lm-eval, plan, lm-eval, estimate.
 
 lm-eval's ``dummy`` model runs offline and without torch on local tasks (YAMLs named
-``arc_challenge`` over 1172 placeholder documents and ``gsm8k`` over 1319, so that doc_ids
-line up with the benchmarks'). Its answers are random (or always "lol"), so the estimate is
-not compared with any truth: what is tested is that the files lm-eval really writes are
-read, checked and used.
+``arc_challenge`` over 1172 placeholder documents, ``gsm8k`` over 1319 and ``truthfulqa_mc2``
+over 817, so that doc_ids line up with the benchmarks'). Its answers are random (or always
+"lol"), so the estimate is not compared with any truth: what is tested is that the files
+lm-eval really writes are read, checked and used.
 """
 
 import json
@@ -14,10 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from tailoredbench.cli import main
-from tailoredbench.datasets.lm_eval import read_samples
+from tailoredbench.datasets.lm_eval import read_samples, task_of
 from tailoredbench.errors import DataError
 
 pytestmark = pytest.mark.lm_eval
@@ -66,6 +68,33 @@ filter_list:
 """
 GSM8K_TARGETS = ("lol", "[invalid]", "7")  # doc_id % 3: right under "whole", under "strict-match", under neither
 
+# TruthfulQA MC2 as the leaderboard scored it: each document's score is the probability given to its true
+# answers (not 0/1), computed by a function beside the YAML, as lm-eval's own task does.
+TRUTHFULQA_YAML = """task: truthfulqa_mc2
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    validation: {docs}
+validation_split: validation
+output_type: multiple_choice
+doc_to_text: "{{{{question}}}}"
+doc_to_target: 0
+doc_to_choice: "{{{{mc2_targets.choices}}}}"
+process_results: !function truthfulqa_mass.process_results
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+"""
+TRUTHFULQA_MASS = """import numpy as np
+
+
+def process_results(doc, results):
+    likelihood = np.exp([loglikelihood for loglikelihood, _ in results])
+    labels = np.array(doc["mc2_targets"]["labels"])
+    return {"acc": float(likelihood[labels == 1].sum() / likelihood.sum())}
+"""
+
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory):
@@ -81,6 +110,13 @@ def tasks(tmp_path_factory):
         for i in range(1319):
             out.write(json.dumps({"question": f"placeholder {i}", "answer": GSM8K_TARGETS[i % 3]}) + "\n")
     (folder / "gsm8k.yaml").write_text(GSM8K_YAML.format(docs=math))
+    truth = folder / "truthfulqa_docs.jsonl"
+    with truth.open("w") as out:
+        for i in range(817):
+            choices = {"choices": ["A", "B", "C", "D"], "labels": [1, 1, 0, 0]}
+            out.write(json.dumps({"question": f"placeholder {i}", "mc2_targets": choices}) + "\n")
+    (folder / "truthfulqa_mc2.yaml").write_text(TRUTHFULQA_YAML.format(docs=truth))
+    (folder / "truthfulqa_mass.py").write_text(TRUTHFULQA_MASS)
     return folder
 
 
@@ -190,3 +226,34 @@ def test_fluid_rounds_to_a_precision_with_lm_eval(tasks, tmp_path, capsys):
     assert result["budget"] in (11, 12) and len(result["items_used"]) == result["budget"]
     assert result["status"] in ("precision reached", "maximum budget reached")
     assert 0.0 <= result["interval_low"] <= result["estimate"] <= result["interval_high"] <= 1.0
+
+
+def test_a_suite_planned_at_once_through_lm_eval(tasks, tmp_path, capsys):
+    """One lm-eval run of three tasks per step: --samples names them all, and each task's samples file is read."""
+    rng = np.random.default_rng(0)
+    ability, files = rng.random(30), []
+    for name, docs in (("arc", 1172), ("gsm8k", 1319), ("truthfulqa", 817)):  # SYNTHETIC source models
+        doc_ids = np.sort(rng.choice(docs, 40, replace=False))
+        values = (rng.random((30, 40)) < ability[:, None]).astype(int)
+        frame = pd.DataFrame(values, index=[f"m{i}" for i in range(30)], columns=[str(d) for d in doc_ids])
+        frame.to_csv(tmp_path / f"{name}.csv")
+        files.append(str(tmp_path / f"{name}.csv"))
+    names = "arc_challenge,gsm8k,truthfulqa_mc2"
+    plan, out = tmp_path / "plan", tmp_path / "out"
+    assert main(["plan", "--suite", *files, "--tasks", names, "--out", str(plan)]) == 0
+    first = lm_eval(tasks, plan / "g_set.json", out, task=names)
+    assert sorted(task_of(path) for path in first) == sorted(names.split(","))
+    truthfulqa = next(path for path in first if task_of(path) == "truthfulqa_mc2")
+    scores = [json.loads(line)["acc"] for line in truthfulqa.read_text().splitlines()]
+    assert len(scores) == 5 and not set(scores) <= {0.0, 1.0}  # probabilities, read as right above 0.5
+    assert main(["plan", "--state", str(plan), "--samples", *map(str, first), "--budget", "12"]) == 0
+    second = lm_eval(tasks, plan / "n_set.json", out, task=names)
+    assert len(second) == 3
+    capsys.readouterr()
+    assert main(["estimate", "--state", str(plan), "--samples", *map(str, first + second), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["model"] == "dummy({})" and result["items"] == 36
+    assert [b["task"] for b in result["benchmarks"]] == names.split(",")
+    assert [b["metric"] for b in result["benchmarks"]] == ["acc_norm", "exact_match,strict-match", "acc>0.5"]
+    for row in [*result["benchmarks"], result["suite_mean"]]:
+        assert 0.0 <= row["interval_low"] <= row["estimate"] <= row["interval_high"] <= 1.0

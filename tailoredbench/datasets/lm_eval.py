@@ -3,7 +3,9 @@
 lm-eval 0.4 with ``--log_samples`` writes ``<output_path>/<model>/samples_<task>_<timestamp>.jsonl``:
 one line per document (and per *filter*, e.g. GSM8K's ``strict-match`` and ``flexible-extract``)
 with its ``doc_id`` and a value per metric. A metric is named as lm-eval's results name it, its
-filter after a comma (``exact_match,strict-match``). ``--samples`` takes ``{"<task>": [doc_id, ...]}``.
+filter after a comma (``exact_match,strict-match``). A per-sample score in [0, 1] that is not 0/1 (TruthfulQA
+MC2's ``acc``, the probability given to the true answers) is refused unless the metric names a threshold,
+``acc>0.5``: a sample counts as right when its score is above it. ``--samples`` takes ``{"<task>": [doc_id, ...]}``.
 """
 
 from __future__ import annotations
@@ -53,7 +55,27 @@ def _metric_parts(metric: str) -> tuple[str, str | None]:
     return name, (applied if comma else None)
 
 
-def _metric_value(record: dict, metric: str, where: str) -> float:
+def metric_threshold(metric: str) -> tuple[str, float | None]:
+    """A metric and the threshold it names after ``>`` (None if none): a score above it counts as right.
+
+    >>> metric_threshold("acc>0.5")
+    ('acc', 0.5)
+    >>> metric_threshold("exact_match,strict-match")
+    ('exact_match,strict-match', None)
+    """
+    name, above, cut = metric.partition(">")
+    if not above:
+        return metric, None
+    try:
+        threshold = float(cut)
+    except ValueError:
+        threshold = float("nan")
+    if not name or not 0.0 <= threshold < 1.0:
+        raise DataError(f"metric {metric!r}: name a score and a threshold from 0 to below 1, e.g. 'acc>0.5'")
+    return name, threshold
+
+
+def _metric_value(record: dict, metric: str, where: str, threshold: float | None = None) -> float:
     name, _ = _metric_parts(metric)
     if metric in record:
         value = record[metric]
@@ -71,8 +93,15 @@ def _metric_value(record: dict, metric: str, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DataError(f"{where}: '{metric}' of doc_id {record.get('doc_id')} is {value!r}, not 0/1")
     value = float(value)
+    if threshold is not None:
+        if not 0.0 <= value <= 1.0:
+            raise DataError(f"{where}: '{metric}' of doc_id {record.get('doc_id')} is {value}, not a score in [0, 1]")
+        return float(value > threshold)
     if value not in (0.0, 1.0):
-        raise DataError(f"{where}: '{metric}' of doc_id {record.get('doc_id')} is {value}, not 0/1")
+        hint = ""
+        if 0.0 < value < 1.0:  # a probability, such as TruthfulQA MC2's: which cut scored the sources is the user's
+            hint = f" (a score in [0, 1]: name a threshold, e.g. metric '{metric}>0.5', or use a 0/1 task)"
+        raise DataError(f"{where}: '{metric}' of doc_id {record.get('doc_id')} is {value}, not 0/1{hint}")
     return value
 
 
@@ -136,8 +165,9 @@ def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict
 
     ``metric`` may name a filter after a comma (``exact_match,strict-match``): only its lines are
     read. A file of several filters needs one named: which one scored the sources is not the reader's
-    to guess.
+    to guess. A threshold after ``>`` (``acc>0.5``) reads a score in [0, 1] as 1 above it, else 0.
     """
+    metric, threshold = metric_threshold(metric)
     path = Path(path)
     _check_path(path)
     file_task = task_of(path)
@@ -176,7 +206,7 @@ def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict
         doc_id = _doc_id(record["doc_id"], f"{path}: line {number}")
         if doc_id in results:
             raise DataError(f"{path}: doc_id {doc_id} appears twice{in_filter}")
-        results[doc_id] = _metric_value(record, metric, str(path))
+        results[doc_id] = _metric_value(record, metric, str(path), threshold)
     if not results:
         raise DataError(f"{path}: no samples")
     return results

@@ -111,13 +111,15 @@ def split_suite(
     return Suite(name, tuple(names), source, target, {**provenance, "split": split})
 
 
+def _tiny_matrix(member: str) -> ResponseMatrix:
+    """One tinyBenchmarks subset: its models, and its items by their lm-eval doc_ids in the full benchmark."""
+    frame = read_zip_csv(fetch(_ATLAS, _ATLAS_ZIP), member)
+    models, items = tuple(frame.index.astype(str)), tuple(int(c) for c in frame.columns)
+    return ResponseMatrix(frame.to_numpy(dtype=np.float64), models, items, source=f"{_ATLAS}/{_ATLAS_ZIP}:{member}")
+
+
 def _open_llm_tiny() -> tuple[list[str], list[ResponseMatrix], dict]:
-    zip_path = fetch(_ATLAS, _ATLAS_ZIP)
-    matrices = []
-    for member in _TINY.values():
-        frame = read_zip_csv(zip_path, member)
-        where = f"{_ATLAS}/{_ATLAS_ZIP}:{member}"
-        matrices.append(ResponseMatrix(frame.to_numpy(dtype=np.float64), tuple(frame.index.astype(str)), source=where))
+    matrices = [_tiny_matrix(member) for member in _TINY.values()]
     info = {
         "description": "The five tinyBenchmarks subsets of the Open LLM Leaderboard v1 (ARC, GSM8K, HellaSwag, "
         "TruthfulQA, Winogrande; 97-100 anchor items each) from ATLAS's response matrices, the models that "
@@ -131,9 +133,7 @@ def _arc_truthfulqa() -> tuple[list[str], list[ResponseMatrix], dict]:
     """ARC-Challenge in full (Open LLM Leaderboard v2 harness) with tinyTruthfulQA (v1): a suite across
     leaderboards, for the models both list by the same name."""
     arc, arc_info = _full_matrix_arc()
-    frame = read_zip_csv(fetch(_ATLAS, _ATLAS_ZIP), _TINY["truthfulqa"])
-    where = f"{_ATLAS}/{_ATLAS_ZIP}:{_TINY['truthfulqa']}"
-    truthfulqa = ResponseMatrix(frame.to_numpy(dtype=np.float64), tuple(frame.index.astype(str)), source=where)
+    truthfulqa = _tiny_matrix(_TINY["truthfulqa"])
     info = {
         "description": "ARC-Challenge (1172 items, v2 harness, benchmark-prediction) with tinyTruthfulQA (97 anchor "
         "items, v1 harness, ATLAS), the models both leaderboards name alike.",
@@ -144,6 +144,20 @@ def _arc_truthfulqa() -> tuple[list[str], list[ResponseMatrix], dict]:
 
 #: Registered suites: name -> builder of (benchmark names, matrices, provenance).
 SUITES = {"open_llm_tiny": _open_llm_tiny, "arc_truthfulqa": _arc_truthfulqa}
+#: The lm-eval task of each benchmark of a registered suite, in its order, and the per-sample metric its matrix
+#: holds (whose item ids are the task's doc_ids). The Open LLM Leaderboard v1 scored TruthfulQA by MC2, whose
+#: per-sample ``acc`` is the probability given to the true answers; ATLAS's matrix holds it as 0/1 without
+#: saying how, so a sample counts as right above 0.5 (``acc>0.5``), more than half the probability on the truth.
+LM_EVAL_TASKS = {
+    "open_llm_tiny": (
+        ("arc_challenge", "acc_norm"),
+        ("gsm8k", "exact_match,strict-match"),
+        ("hellaswag", "acc_norm"),
+        ("truthfulqa_mc2", "acc>0.5"),
+        ("winogrande", "acc"),
+    ),
+    "arc_truthfulqa": (("arc_challenge", "acc_norm"), ("truthfulqa_mc2", "acc>0.5")),
+}
 
 
 def load_suite(

@@ -1,0 +1,530 @@
+"""Evaluate a new model on a whole suite for real: one plan folder, one lm-eval ``--samples`` file for every task.
+
+Three steps around two lm-eval runs, as :mod:`tailoredbench.workflow` takes them for one benchmark:
+
+1. :func:`plan_suite_g_set` writes every benchmark's G-set as one ``--samples`` selection, ``g_set.json``
+   (``{task: [doc_id, ...]}`` for every task of the suite), and ``state.json``.
+2. :func:`plan_suite_n_set` reads the model's samples on the G-sets (one file per task, as lm-eval writes them),
+   chooses its native sources from its answers on all of them, then each benchmark's N-set (``n_set.json``, every
+   task again); TailoredBench+'s stacking weights and the intervals' quantiles are fitted on the source models
+   there, once, and kept in the state.
+3. :func:`estimate_suite` reads the samples on every probe: each benchmark's TailoredBench+ (joint) estimate and
+   the suite mean's, each with its 90% interval.
+
+The planning and the estimates are :mod:`tailoredbench.suite`'s joint mode for the model alone, as the only target
+of run 0 of the plan's seed. A registered suite's source models are those of its split (as in a simulation); the
+matrix files of a custom suite are all source models, their item ids the tasks' lm-eval doc_ids. A plan folder is
+locked, written and checked as :mod:`tailoredbench.workflow` does it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import typing
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from joblib import parallel_config
+
+from ._version import __version__
+from .datasets.lm_eval import DEFAULT_METRIC, metric_threshold, read_samples, task_of
+from .datasets.matrix import ResponseMatrix, load_matrix
+from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_suite
+from .distances import check_distance
+from .errors import TailoredBenchError, check_integer
+from .stacking import COMPONENTS
+from .suite import INTERVAL_FOLDS, fit_new_model, new_model_estimate, new_model_g_sets, new_model_probes
+from .tailored import matrix_sha256
+from .workflow import (
+    G_SET,
+    INTERVAL_LEVEL,
+    N_SET,
+    PLAN_FILE,
+    STATE,
+    _build,
+    _check_files,
+    _check_free,
+    _check_types,
+    _checksum,
+    _interrupted,
+    _json,
+    _locked,
+    _on,
+    _one_model,
+    _plan_files,
+    _replaces,
+    _require,
+    _Step,
+    in_plan_folder,
+)
+
+#: The option of ``plan`` that starts a suite's plan (named by the error of an interrupted one).
+START = "--suite"
+
+
+@dataclass(frozen=True)
+class SuiteNSet:
+    """Step 2: each benchmark's N-set, one model's native sources, and what was fitted on the sources for it."""
+
+    budget: int  # items per benchmark, G-set included
+    model: str
+    native_sources: tuple[str, ...]
+    n_sets: tuple[tuple[int, ...], ...]  # per benchmark: item positions in its matrix
+    n_set_doc_ids: tuple[tuple[int, ...], ...]
+    weights: tuple[tuple[float, ...], ...]  # per benchmark: TailoredBench+'s weights over stacking.COMPONENTS
+    quantiles: tuple[float, ...]  # per benchmark: the conformal quantile of the interval
+    suite_quantile: float  # the suite mean's
+    interval_level: float
+
+    def __post_init__(self):
+        _check_types(self)
+
+
+@dataclass(frozen=True)
+class SuiteState:
+    """A suite plan's ``state.json``: each benchmark's task, metric and G-set, then (``step``) its N-set.
+
+    Built only valid. Its JSON is flat, sealed by a sha256 (``checksum``); ``FORMAT`` alone decides whether a
+    file can be read. ``suite``: a registered suite's name, or ``"custom"`` with its ``matrix_files``.
+    """
+
+    FORMAT = 1  # bump when the JSON layout changes, and only then
+
+    suite: str
+    matrix_files: tuple[str, ...]
+    benchmarks: tuple[str, ...]
+    tasks: tuple[str, ...]
+    metrics: tuple[str, ...]
+    seed: int
+    g_size: int
+    distance: str
+    item_counts: tuple[int, ...]
+    data_sha256: tuple[str, ...]
+    sources_sha256: str
+    g_sets: tuple[tuple[int, ...], ...]  # per benchmark: item positions in its matrix
+    g_set_doc_ids: tuple[tuple[int, ...], ...]
+    step: SuiteNSet | None = None
+    tailoredbench_version: str = __version__
+
+    def __post_init__(self):
+        _check_types(self)
+        n, step, size = len(self.benchmarks), self.step, self.g_size
+        per_benchmark = (self.tasks, self.metrics, self.item_counts, self.g_sets, self.g_set_doc_ids)
+        _require(n >= 2 and all(len(x) == n for x in per_benchmark), "not a task, metric and G-set per benchmark")
+        _require(len(set(self.tasks)) == n, "a task is named twice")
+        check_integer(self.seed, "seed", 0)
+        check_distance(self.distance)
+        for metric in self.metrics:
+            metric_threshold(metric)
+        if step is not None:
+            fitted = (step.n_sets, step.n_set_doc_ids, step.weights, step.quantiles)
+            _require(all(len(x) == n for x in fitted), "not an N-set, weights and a quantile per benchmark")
+            convex = all(len(w) == len(COMPONENTS) and min(w) >= 0 and abs(sum(w) - 1) < 1e-9 for w in step.weights)
+            _require(convex, "its stacking weights are not weights of TailoredBench+'s estimates")
+            _require(min(step.quantiles) >= 0 and step.suite_quantile >= 0, "a negative quantile")
+            _require(0 < step.interval_level < 1 and len(step.native_sources) > 0, "no interval level or sources")
+        for b, name in enumerate(self.benchmarks):
+            items = self.g_sets[b] + (step.n_sets[b] if step else ())
+            doc_ids = self.g_set_doc_ids[b] + (step.n_set_doc_ids[b] if step else ())
+            _require(
+                0 < size == len(self.g_sets[b]) == len(self.g_set_doc_ids[b]), f"the G-set of {name} is not {size}"
+            )
+            paired = len(set(items)) == len(items) == len(set(doc_ids)) == len(doc_ids)
+            _require(paired, f"an item or doc_id of {name} repeats or is unpaired")
+            _require(
+                all(0 <= i < self.item_counts[b] for i in items), f"an item outside {name}'s {self.item_counts[b]}"
+            )
+            if step is not None:
+                _require(step.budget == len(items), f"a budget of {step.budget} for {len(items)} items of {name}")
+
+    def then(self, step: SuiteNSet) -> SuiteState:
+        """This plan with ``step`` in place of its own, as this package version writes it."""
+        return dataclasses.replace(self, step=step, tailoredbench_version=__version__)
+
+    def to_json(self, files: typing.Mapping[str, str] | None = None) -> str:
+        """The JSON of ``state.json``; ``files``, the sha256 of each other file of the plan, is sealed in with it."""
+        body = dataclasses.asdict(self)
+        step = body.pop("step") or {}
+        body = {"suite_state_format": self.FORMAT, "tailoredbench_version": body.pop("tailoredbench_version"), **body}
+        body.update(step)
+        if files is not None:
+            body["files"] = dict(sorted(files.items()))
+        return json.dumps({**body, "checksum": _checksum(body)}, indent=1) + "\n"
+
+    @classmethod
+    def parse(cls, text: str) -> tuple[SuiteState, dict[str, str] | None]:
+        """The state of a :meth:`to_json` text and the file hashes it records, or a one-line error."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            raise TailoredBenchError("not a JSON state file (truncated or foreign?)") from None
+        _require(isinstance(data, dict) and "suite_state_format" in data, "not a suite's plan state")
+        found = data["suite_state_format"]
+        _require(found == cls.FORMAT, f"a suite plan state of format {found}, this is format {cls.FORMAT}")
+        state = _build(cls, {**data, "step": _build(SuiteNSet, data) if "budget" in data else None})
+        files = data.get("files")
+        hashes = isinstance(files, dict) and G_SET in files
+        hashes = hashes and all(
+            PLAN_FILE.fullmatch(k) and re.fullmatch("[0-9a-f]{64}", str(v)) for k, v in files.items()
+        )
+        _require(files is None or hashes, "'files' is not the sha256 of each plan file")
+        _require(data.get("checksum") == _checksum(data), "its contents do not match its checksum (edited or damaged)")
+        return state, files
+
+
+def is_suite_plan(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a suite's plan (by its ``state.json``; a missing or broken one is not)."""
+    try:
+        data = json.loads((Path(folder) / STATE).read_text(errors="replace"))
+    except (OSError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and "suite_state_format" in data
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """A suite's source models as planned on: benchmark names, matrices, data hashes and a hash of the sources."""
+
+    benchmarks: tuple[str, ...]
+    matrices: tuple[ResponseMatrix, ...]
+    data_sha256: tuple[str, ...]
+
+    @property
+    def values(self) -> list[np.ndarray]:
+        return [m.values for m in self.matrices]
+
+    @property
+    def sha256(self) -> str:
+        digest = hashlib.sha256()
+        for m in self.matrices:
+            digest.update(json.dumps([list(m.models), [str(i) for i in m.items]]).encode())
+            digest.update(matrix_sha256(m.values).encode())
+        return digest.hexdigest()
+
+    def doc_ids(self, b: int) -> tuple[int, ...]:
+        """Benchmark ``b``'s item ids as lm-eval doc_ids (whole numbers, as a CSV header may write them)."""
+        out = []
+        for item in self.matrices[b].items:
+            text = str(item).strip()
+            if not (isinstance(item, int | np.integer) or (text.isascii() and text.isdigit())):
+                raise TailoredBenchError(
+                    f"item id {item!r} of {self.benchmarks[b]} is not an lm-eval doc_id (a whole number)"
+                )
+            out.append(int(text))
+        return tuple(out)
+
+
+def _sources(suite: str, files: Sequence[str | Path] = ()) -> _Sources:
+    """A registered suite's source models (its split's), or every model of a custom suite's matrix files."""
+    if not files:
+        if suite not in SUITES:
+            raise TailoredBenchError(f"unknown suite {suite!r}; choose one of {', '.join(SUITES)} or give matrix files")
+        loaded = load_suite(suite)
+        hashes = tuple(sorted({f["sha256"] for f in loaded.provenance.get("files", [])}))
+        return _Sources(loaded.benchmarks, loaded.source, hashes)
+    paths = [Path(f) for f in files]
+    if len(paths) < 2:
+        raise TailoredBenchError("a suite needs two or more benchmarks")
+    names = tuple(p.stem for p in paths)
+    if len(set(names)) != len(names):
+        raise TailoredBenchError(f"two benchmarks of the suite have the same name: {', '.join(names)}")
+    matrices = [load_matrix(p) for p in paths]
+    hashes = tuple(hashlib.sha256(p.read_bytes()).hexdigest() for p in paths)
+    aligned, dropped = align(matrices)
+    if dropped:
+        warnings.warn(
+            f"{dropped} models are missing from some benchmark of the suite and were dropped; "
+            f"{aligned[0].n_models} remain",
+            SuiteWarning,
+            stacklevel=3,
+        )
+    if aligned[0].n_models < INTERVAL_FOLDS:
+        raise TailoredBenchError(
+            f"the benchmarks {', '.join(names)} share {aligned[0].n_models} models; a suite's plan needs at least "
+            f"{INTERVAL_FOLDS} source models (its intervals are calibrated on {INTERVAL_FOLDS} folds of them)"
+        )
+    return _Sources(names, tuple(aligned), hashes)
+
+
+#: The per-sample metric read by default for a task: the registered suites' (TruthfulQA MC2's ``acc>0.5``), then
+#: the benchmarks', else ``acc``.
+KNOWN_METRIC = {task: metric for pairs in LM_EVAL_TASKS.values() for task, metric in pairs} | DEFAULT_METRIC
+
+
+def _tasks_and_metrics(suite: str, benchmarks, tasks, metrics) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The lm-eval task and metric of each benchmark: as given, else the registered suite's tasks (a custom suite's
+    benchmarks by name) and :data:`KNOWN_METRIC`."""
+    tasks = tuple(tasks) if tasks else tuple(task for task, _ in LM_EVAL_TASKS.get(suite, ())) or tuple(benchmarks)
+    n = len(benchmarks)
+    if len(tasks) != n:
+        raise TailoredBenchError(
+            f"{len(tasks)} tasks for the {n} benchmarks of the suite ({', '.join(benchmarks)}): "
+            "name one lm-eval task per benchmark, in that order"
+        )
+    repeated = sorted({t for t in tasks if tasks.count(t) > 1})
+    if repeated or not all(isinstance(t, str) and t.strip() for t in tasks):
+        raise TailoredBenchError(f"task {(repeated or [''])[0]!r} is named twice or empty; name each task once")
+    metrics = tuple(metrics) if metrics else tuple(KNOWN_METRIC.get(task, "acc") for task in tasks)
+    if len(metrics) != n:
+        raise TailoredBenchError(f"{len(metrics)} metrics for {n} tasks: name one per task, in their order")
+    for metric in metrics:
+        metric_threshold(metric)
+    return tasks, metrics
+
+
+def plan_suite_g_set(
+    suite: str | Sequence[str | Path],
+    out: str | Path,
+    *,
+    tasks: Sequence[str] | None = None,
+    metrics: Sequence[str] | None = None,
+    g_size: int = 5,
+    seed: int = 0,
+    distance: str = "manhattan",
+    force: bool = False,
+) -> SuiteState:
+    """Step 1: write ``g_set.json`` (every task's G-set, one lm-eval ``--samples`` selection) and ``state.json``.
+
+    ``suite``: a registered suite's name or two or more matrix files. ``tasks``: one lm-eval task per benchmark, in
+    the suite's order (a registered suite's by default, e.g. ``truthfulqa_mc2`` read as ``acc>0.5``; a custom
+    suite's benchmarks are named after its files); ``metrics``: one per task. A folder that holds files is refused
+    unless ``force``.
+    """
+    seed = check_integer(seed, "seed", 0)
+    g_size = check_integer(g_size, "g_size", 1)
+    distance = check_distance(distance)
+    files = () if isinstance(suite, str) else tuple(str(Path(f).resolve()) for f in suite)
+    name = suite if isinstance(suite, str) else "custom"
+
+    def step(folder: Path) -> SuiteState:
+        if not force:
+            _check_free(folder)
+        sources = _sources(name, files)
+        chosen_tasks, chosen_metrics = _tasks_and_metrics(name, sources.benchmarks, tasks, metrics)
+        doc_ids = [sources.doc_ids(b) for b in range(len(sources.benchmarks))]
+        for benchmark, m in zip(sources.benchmarks, sources.matrices, strict=True):
+            if not 0 < g_size < m.n_items:
+                raise TailoredBenchError(f"g_size={g_size} must be below the item count {m.n_items} of {benchmark}")
+        g_sets = new_model_g_sets(sources.values, g_size, distance=distance, seed=seed)
+        state = SuiteState(
+            suite=name,
+            matrix_files=files,
+            benchmarks=sources.benchmarks,
+            tasks=chosen_tasks,
+            metrics=chosen_metrics,
+            seed=seed,
+            g_size=g_size,
+            distance=distance,
+            item_counts=tuple(m.n_items for m in sources.matrices),
+            data_sha256=sources.data_sha256,
+            sources_sha256=sources.sha256,
+            g_sets=tuple(tuple(int(i) for i in g) for g in g_sets),
+            g_set_doc_ids=tuple(tuple(ids[i] for i in g) for ids, g in zip(doc_ids, g_sets, strict=True)),
+        )
+        with _Step(folder, replaces=lambda _: force, start=START) as written:  # an older plan's n_set goes
+            written.write(G_SET, _json(_selection(state.tasks, state.g_set_doc_ids)))
+            written.commit(state)
+        return state
+
+    return in_plan_folder(out, step)
+
+
+def _selection(tasks: Sequence[str], doc_ids: Sequence[Sequence[int]]) -> dict[str, list[int]]:
+    """lm-eval's ``--samples`` selection of several tasks: ``{task: [doc_id, ...]}``."""
+    return {task: [int(d) for d in ids] for task, ids in zip(tasks, doc_ids, strict=True)}
+
+
+def _read(folder: Path, seed: int | None = None) -> tuple[SuiteState, dict[str, str] | None]:
+    """The suite plan's state and the file hashes it records, refusing one of another format or seed."""
+    path = folder / STATE
+    if not path.is_file():
+        found = _plan_files(folder)
+        if found:
+            raise _interrupted(folder, f"{', '.join(sorted(found))} without {STATE}", True, START)
+        raise TailoredBenchError(f"{path}: no plan state; run 'tailoredbench plan --suite ...' first")
+    try:
+        state, files = SuiteState.parse(path.read_text(errors="replace"))
+    except TailoredBenchError as error:
+        raise TailoredBenchError(f"{path}: {error}; plan again") from None
+    if seed is not None and seed != state.seed:
+        raise TailoredBenchError(f"{path}: planned with seed {state.seed}, not {seed}")
+    return state, files
+
+
+def read_suite_state(folder: str | Path, seed: int | None = None) -> SuiteState:
+    """The suite plan's state, refusing one of another format or seed, or whose files disagree with it."""
+    folder = Path(folder)
+    with _locked(folder, shared=True):
+        state, files = _read(folder, seed)
+        _check_files(folder, files, start=START)
+    return state
+
+
+def _refit(state: SuiteState) -> tuple[_Sources, list[np.ndarray]]:
+    """The plan's source models and G-sets, computed again and checked against the plan's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SuiteWarning)  # said when the plan was made
+        sources = _sources(state.suite, state.matrix_files)
+    if sources.data_sha256 != state.data_sha256:
+        raise TailoredBenchError(f"suite {state.suite}: planned on other data files than these; plan again")
+    if sources.benchmarks != state.benchmarks or sources.sha256 != state.sources_sha256:
+        raise TailoredBenchError(f"suite {state.suite}: the source models differ from the plan's")
+    g_sets = new_model_g_sets(sources.values, state.g_size, distance=state.distance, seed=state.seed)
+    if tuple(tuple(int(i) for i in g) for g in g_sets) != state.g_sets:
+        raise TailoredBenchError("the G-sets refitted from the data differ from the plan's")
+    return sources, g_sets
+
+
+def _answers(state: SuiteState, sources: _Sources, samples) -> list[dict[int, float]]:
+    """Each benchmark's results ``{doc_id: 0/1}`` from samples files of the plan's tasks (each file names its own)."""
+    where = {task: b for b, task in enumerate(state.tasks)}
+    merged: list[dict[int, float]] = [{} for _ in state.tasks]
+    for path in samples:
+        task = task_of(path)
+        if task not in where:
+            raise TailoredBenchError(f"{path}: samples of task '{task}', not of this plan ({', '.join(state.tasks)})")
+        b = where[task]
+        for doc_id, value in read_samples(path, state.metrics[b], task).items():
+            if merged[b].get(doc_id, value) != value:
+                raise TailoredBenchError(f"{path}: doc_id {doc_id} of task {task} has conflicting results across files")
+            merged[b][doc_id] = value
+    for b, task in enumerate(state.tasks):
+        if not merged[b]:
+            raise TailoredBenchError(f"the samples hold no results of task {task}: give its samples_{task}_*.jsonl")
+        outside = sorted(set(merged[b]) - set(sources.doc_ids(b)))
+        if outside:
+            raise TailoredBenchError(f"doc_id {outside[0]} of task {task} is not an item of {state.benchmarks[b]}")
+    return merged
+
+
+def _probes(state: SuiteState, samples, budget: int):
+    """Refit, read the samples, and plan every benchmark's probe from the answers on all the G-sets."""
+    sources, g_sets = _refit(state)
+    answers = _answers(state, sources, samples)
+    g_answers = [
+        _on(results, doc_ids, f"{task} G-set")
+        for results, doc_ids, task in zip(answers, state.g_set_doc_ids, state.tasks, strict=True)
+    ]
+    budgets = [budget] * len(g_sets)
+    probes = new_model_probes(sources.values, g_sets, g_answers, budgets, distance=state.distance, seed=state.seed)
+    return sources, answers, probes
+
+
+def plan_suite_n_set(
+    folder: str | Path, samples, budget: int, *, seed: int | None = None, force: bool = False, n_jobs: int = 1
+) -> SuiteState:
+    """Step 2: from the samples on every G-set, write ``n_set.json`` (every task's N-set) with the fitted state.
+
+    ``budget``: items per benchmark, G-set included. Fitting TailoredBench+'s weights and the intervals on the
+    sources takes most of the time (``n_jobs`` workers, the same numbers for any number). Planning again with the
+    same samples and budget changes nothing; with other ones it would replace N-sets a model may be running on,
+    and needs ``force``.
+    """
+    folder = Path(folder)
+    with _locked(folder):
+        state, files = _read(folder, seed)
+        _check_files(folder, files, step=not force, start=START)
+        budget = check_integer(budget, "budget")
+        if budget <= state.g_size:
+            raise TailoredBenchError(f"budget {budget} must exceed the G-set size {state.g_size}")
+        for name, count in zip(state.benchmarks, state.item_counts, strict=True):
+            if budget > count:
+                raise TailoredBenchError(f"budget {budget} exceeds the item count {count} of {name}")
+        model = _one_model(samples)
+        sources, _, probes = _probes(state, samples, budget)
+        names = sources.matrices[0].models
+        native = tuple(names[i] for i in probes[0].native_sources)
+        n_sets = tuple(tuple(int(i) for i in p.n_set) for p in probes)
+        old = state.step
+        planned = (budget, model, native, n_sets)
+        if old is not None and (old.budget, old.model, old.native_sources, old.n_sets) == planned:
+            step = old  # the same plan: what was fitted for it is kept
+        elif old is not None and not force:
+            raise TailoredBenchError(
+                f"{folder}: already holds N-sets (budget {old.budget}, model {old.model}); "
+                "planning others would replace them: add --force, or plan into a new folder"
+            )
+        else:
+            with parallel_config(n_jobs=check_integer(n_jobs, "n_jobs", 1)):
+                weights, q, q_mean = fit_new_model(
+                    sources.values, [budget] * len(probes), state.g_size, distance=state.distance, seed=state.seed
+                )
+            doc_ids = [sources.doc_ids(b) for b in range(len(probes))]
+            step = SuiteNSet(
+                budget=budget,
+                model=model,
+                native_sources=native,
+                n_sets=n_sets,
+                n_set_doc_ids=tuple(tuple(ids[i] for i in items) for ids, items in zip(doc_ids, n_sets, strict=True)),
+                weights=tuple(tuple(float(w) for w in row) for row in weights),
+                quantiles=tuple(float(v) for v in q),
+                suite_quantile=q_mean,
+                interval_level=INTERVAL_LEVEL,
+            )
+        state = state.then(step)
+        with _Step(folder, _replaces(files, force), start=START) as written:
+            written.keep(G_SET)
+            written.write(N_SET, _json(_selection(state.tasks, step.n_set_doc_ids)))
+            written.commit(state)
+    return state
+
+
+def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict:
+    """Step 3: each benchmark's TailoredBench+ (joint) estimate and the suite mean's, with their intervals.
+
+    Returns ``benchmarks`` (per benchmark: ``benchmark``, ``task``, ``metric``, ``estimate``, ``interval_low``,
+    ``interval_high``), ``suite_mean`` (``estimate``, ``interval_low``, ``interval_high``), the ``items`` asked in
+    all, the number of ``native_sources``, and the plan's settings.
+    """
+    folder = Path(folder)
+    with _locked(folder, shared=True):
+        state, files = _read(folder, seed)
+        _check_files(folder, files, start=START)
+        step = state.step
+        if step is None:
+            raise TailoredBenchError(f"{folder}: plan the N-sets first ('tailoredbench plan --state ... --budget N')")
+        model = _one_model(samples)
+        if model != step.model:
+            raise TailoredBenchError(f"the samples come from {model}, the N-sets were planned for {step.model}")
+        sources, answers, probes = _probes(state, samples, step.budget)
+        if tuple(tuple(int(i) for i in p.n_set) for p in probes) != step.n_sets:
+            raise TailoredBenchError("the G-set results differ from those the N-sets were planned with")
+        results = [
+            _on(found, g + n, f"{task} probe")
+            for found, g, n, task in zip(answers, state.g_set_doc_ids, step.n_set_doc_ids, state.tasks, strict=True)
+        ]
+        done = new_model_estimate(sources.values, probes, results, step.weights, step.quantiles, step.suite_quantile)
+    each = zip(state.benchmarks, state.tasks, state.metrics, done.estimate, done.low, done.high, strict=True)
+    return {
+        "suite": state.suite,
+        "method": "tailored_plus",
+        "mode": "joint",
+        "interval_level": step.interval_level,
+        "benchmarks": [
+            {
+                "benchmark": name,
+                "task": task,
+                "metric": metric,
+                "estimate": float(value),
+                "interval_low": float(low),
+                "interval_high": float(high),
+            }
+            for name, task, metric, value, low, high in each
+        ],
+        "suite_mean": {
+            "estimate": done.suite_estimate,
+            "interval_low": done.suite_low,
+            "interval_high": done.suite_high,
+        },
+        "items": step.budget * len(state.tasks),
+        "budget": step.budget,
+        "native_sources": len(step.native_sources),
+        "model": model,
+        "seed": state.seed,
+    }
