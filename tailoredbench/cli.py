@@ -26,7 +26,7 @@ from .errors import TailoredBenchError
 from .methods import METHODS
 from .sequential import ATLAS, MAX_BUDGET, ROUND_SIZE, check_precision, simulate_rounds, stop, stop_atlas
 from .simulate import simulate
-from .suite import simulate_suite
+from .suite import simulate_suite, simulate_suite_precision
 from .suite_workflow import estimate_suite, is_suite_plan, plan_suite_g_set, plan_suite_n_set
 from .workflow import (
     G_SET,
@@ -126,6 +126,11 @@ def _build_parser() -> argparse.ArgumentParser:
         help="with --suite: native sources from every benchmark's G-set (joint, the default) or per benchmark",
     )
     sim.add_argument("--total-budget", type=_positive_int, help="with --suite: items in all, shared out by item counts")
+    sim.add_argument(
+        "--precision-of",
+        choices=["every", "mean"],
+        help="with --suite --precision: every benchmark's interval (the default) or the suite mean's",
+    )
     sim.add_argument("--split", default="interleave", help="for --matrix: interleave (default) or random")
     sim.add_argument("--max-models", type=_positive_int, help="seeded subsample of models before the split")
     sim.add_argument("--method", nargs="+", default=["tailoredbench"], help=f"one or more of: {', '.join(METHODS)}")
@@ -261,7 +266,9 @@ def _simulate(args) -> int:
     check_distance(args.distance)
     if args.suite:
         return _simulate_suite(args)
-    given = [flag for flag, value in (("--total-budget", args.total_budget),) if value]
+    given = [
+        flag for flag, value in (("--total-budget", args.total_budget), ("--precision-of", args.precision_of)) if value
+    ]
     if given or args.suite_mode != "joint":
         raise TailoredBenchError(f"{given[0] if given else '--suite-mode'} applies with --suite only")
     args.g_size = args.g_size or 10
@@ -321,7 +328,6 @@ def _simulate_suite(args) -> int:
     refused = [
         flag
         for flag, value in (
-            ("--precision", args.precision),
             ("--backend", args.backend),
             ("--scheduler", args.scheduler),
             ("--sample", args.sample),
@@ -347,6 +353,11 @@ def _simulate_suite(args) -> int:
     for warning in caught:
         print(f"tailoredbench: note: {warning.message}", file=sys.stderr)
     modes = ["joint", "independent"] if args.suite_mode == "both" else [args.suite_mode]
+    if args.precision is not None:
+        return _simulate_suite_precision(args, suite, modes)
+    if args.precision_of or args.max_budget or args.round_size:
+        flag = "--precision-of" if args.precision_of else "--max-budget" if args.max_budget else "--round-size"
+        raise TailoredBenchError(f"{flag} applies with --precision only")
     sim = simulate_suite(
         suite,
         args.method,
@@ -393,6 +404,59 @@ def _simulate_suite(args) -> int:
             print(
                 f"{r['method']:<18} {r['mode']:<11} {r['items']} items  MAE {r['mae']:.4f} ± {r['mae_se']:.4f} "
                 f"({by})  suite mean {r['suite_mae']:.4f}  coverage {r['coverage']:.2f}  ({r['runs']} runs)"
+            )
+    return 0
+
+
+def _simulate_suite_precision(args, suite, modes) -> int:
+    """``simulate --suite --precision``: rounds on every benchmark until every interval (or the mean's) is narrow."""
+    if args.budget or args.total_budget:
+        raise TailoredBenchError("give --precision or a budget, not both")
+    found = simulate_suite_precision(
+        suite,
+        args.precision,
+        args.method,
+        modes,
+        of=args.precision_of or "every",
+        max_budget=args.max_budget,
+        round_size=args.round_size or ROUND_SIZE,
+        runs=args.runs,
+        seed=args.seed,
+        n_jobs=args.jobs,
+        g_size=args.g_size or 5,
+        distance=args.distance,
+        level=args.interval,
+    )
+    if args.tidy:
+        _write_output(args.tidy, found.results.to_csv(index=False), args.force)
+    fields = ("items_mean", "items_p90", "precision_met", "mae", "suite_mae", "coverage", "suite_coverage", "factor")
+    records = [
+        {
+            "method": row["method"],
+            "mode": row["mode"],
+            "suite": suite.name,
+            "benchmarks": list(suite.benchmarks),
+            "precision": args.precision,
+            "of": row["of"],
+            "rounds": found.settings["rounds"],
+            "runs": int(row["runs"]),
+            "seed": args.seed,
+            "g_size": found.settings["g_size"],
+            "n_source": suite.source[0].n_models,
+            "n_target": suite.target[0].n_models,
+            "interval_level": args.interval,
+            **{k: float(row[k]) for k in fields},
+        }
+        for _, row in found.summary.iterrows()
+    ]
+    if args.json:
+        _print_json(records)
+    else:
+        for r in records:
+            print(
+                f"{r['method']:<14} {r['mode']:<11} ±{r['precision']} on {r['of']}: met for {r['precision_met']:.0%}, "
+                f"items mean {r['items_mean']:.1f} (p90 {r['items_p90']:.0f})  MAE {r['mae']:.4f}  "
+                f"suite mean {r['suite_mae']:.4f}  coverage {r['coverage']:.2f}  ({r['runs']} runs)"
             )
     return 0
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,7 @@ from .methods.random import random_items
 from .metrics import covered, per_run_metrics, summarize
 from .simulate import simulate
 from .stacking import COMPONENTS, components, ridge, simplex_weights
+from .stopping import FACTOR_STEP, MAX_FACTOR, ROUND_SIZE, check_precision, round_budgets, stopping_round
 from .tailored import Probe, calibrated_estimate, g_set, n_set, ranked_sources
 
 MODES = ("joint", "independent")
@@ -158,19 +160,23 @@ def _random_regression(setup: _Setup, targets, key, *, joint: bool) -> dict:
     return {"estimate": np.array(estimate), "unlike": np.array(unlike)}
 
 
-def _on_folds(setup: _Setup, folds: list, mode: str, seed: int, run_offset: int, weights=None) -> list:
-    """Every fold's held-out sources as targets of the kept ones: per fold, (truth per benchmark, _run's output)."""
-    outputs = Parallel()(delayed(_fold)(setup, kept, held, mode, seed, run_offset, weights) for kept, held in folds)
+def _on_folds(setup: _Setup, folds: list, mode: str, seed: int, run_offset: int, weights=None, runner=None) -> list:
+    """Every fold's held-out sources as targets of the kept ones: per fold, (truth per benchmark, the output of
+    ``runner``, by default :func:`_run`)."""
+    runner = runner or _run
+    outputs = Parallel()(
+        delayed(_fold)(setup, kept, held, mode, seed, run_offset, weights, runner) for kept, held in folds
+    )
     return in_fold_order(folds, outputs)
 
 
-def _fold(setup: _Setup, kept, held, mode, seed, run_offset, weights) -> list:
+def _fold(setup: _Setup, kept, held, mode, seed, run_offset, weights, runner) -> list:
     pseudo = _Setup(tuple(s[kept] for s in setup.sources), *_rest(setup))
     out = []
     for index, held_out in held:
         targets = [s[held_out] for s in setup.sources]
         truth = np.array([t.mean(axis=1) for t in targets])
-        out.append((truth, _run(pseudo, targets, (seed, run_offset + index), mode, weights)))
+        out.append((truth, runner(pseudo, targets, (seed, run_offset + index), mode, weights)))
     return out
 
 
@@ -434,6 +440,245 @@ def _se(values) -> float:
     return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
+# ---- Precision mode: rounds until every benchmark's interval, or the suite mean's, is narrow enough -------------
+
+#: What the precision refers to: every benchmark's interval, or the suite mean's.
+PRECISION_OF = ("every", "mean")
+
+
+@dataclass
+class SuitePrecision:
+    """What :func:`simulate_suite_precision` returns."""
+
+    results: pd.DataFrame  # per (run, mode, method, benchmark or SUITE_MEAN, target): the stopped estimate
+    summary: pd.DataFrame  # per (mode, method): items, share that met the precision, MAE and coverage
+    settings: dict
+    factors: dict = field(default_factory=dict)  # per (mode, method): the stopping rule's factor
+
+
+def _rounds_run(setup: _Setup, targets, key, mode: str, weights=None, rounds=()) -> dict[str, dict]:
+    """:func:`_run` of the tailored methods after every round (rounds x benchmarks x targets), the probes growing."""
+    joint = mode == "joint"
+    sources = setup.sources
+    n_rounds, n_bench, n_targets = len(rounds), len(sources), targets[0].shape[0]
+    g_sets = _g_sets(setup, key)
+    native = _native(setup, g_sets, [t[:, g] for t, g in zip(targets, g_sets, strict=True)], joint)
+    accuracy = [s.mean(axis=1) for s in sources]
+    calibrated, unlike = np.empty((n_rounds, n_bench, n_targets)), np.empty((n_rounds, n_bench, n_targets))
+    parts = np.full((n_rounds, n_bench, n_targets, len(COMPONENTS)), np.nan)
+    for t in range(n_targets):
+        asked = None
+        for r, budgets in enumerate(rounds):
+            probes = _probes(setup, g_sets, [rows[t] for rows in native], key, t, budgets, asked)
+            results = [y[t, p.items] for y, p in zip(targets, probes, strict=True)]
+            calibrated[r, :, t], unlike[r, :, t], parts[r, :, t] = _read_probes(setup, probes, results, joint, accuracy)
+            asked = [p.n_set for p in probes]
+    out: dict[str, dict] = {}
+    if "tailoredbench" in setup.methods:
+        out["tailoredbench"] = {"estimate": calibrated, "unlike": unlike}
+    if "tailored_plus" in setup.methods:
+        estimate = None if weights is None else np.einsum("rbtc,bc->rbt", parts, weights)
+        out["tailored_plus"] = {"estimate": estimate, "unlike": unlike, "components": parts}
+    return out
+
+
+def round_budgets_of(suite: Suite, g_size: int, round_size: int, max_budget: int | None) -> tuple[tuple[int, ...], ...]:
+    """Each round's items per benchmark: ``g_size + round_size``, ``+ 2 round_size``, ... up to ``max_budget``
+    (by default the smallest benchmark's item count), the same on every benchmark."""
+    largest = min(suite.n_items) if max_budget is None else check_integer(max_budget, "max budget", 1)
+    if largest > min(suite.n_items):
+        raise TailoredBenchError(f"the maximum budget {largest} exceeds the item count {min(suite.n_items)}")
+    return tuple((b,) * len(suite.n_items) for b in round_budgets(g_size, round_size, largest))
+
+
+def stopping_factor(errors: np.ndarray, scales: np.ndarray, precision: float, level: float = LEVEL) -> float:
+    """The smallest factor (on a grid of :data:`~tailoredbench.stopping.FACTOR_STEP`) whose intervals, where the
+    rule stops, cover a ``level`` share (the conformal rank) of the pseudo-targets' errors on every benchmark.
+
+    ``errors`` and ``scales`` are rounds x intervals x pseudo-targets (the intervals: each benchmark's, or the suite
+    mean's alone); a pseudo-target stops at the first round where all its intervals are at most ``precision``.
+    """
+    n = errors.shape[1] * errors.shape[2]
+    rank = min(int(np.ceil((n + 1) * level)), n)
+    columns = np.arange(errors.shape[2])
+    factor = FACTOR_STEP
+    while factor < MAX_FACTOR:
+        widest = (factor * scales).max(axis=1)  # rounds x pseudo-targets
+        stop = stopping_round(widest.T, precision)
+        covered = (errors[stop, :, columns] <= factor * scales[stop, :, columns]).sum()
+        if covered >= rank:
+            break
+        factor = round(factor + FACTOR_STEP, 10)
+    return factor
+
+
+def simulate_suite_precision(
+    suite: str | Suite | Sequence,
+    precision: float,
+    methods: Sequence[str] = ("tailored_plus",),
+    modes: Sequence[str] = ("joint",),
+    *,
+    of: str = "every",
+    max_budget: int | None = None,
+    round_size: int = ROUND_SIZE,
+    runs: int = 5,
+    seed: int = 0,
+    n_jobs: int = 1,
+    g_size: int = 5,
+    distance: str = "manhattan",
+    level: float = LEVEL,
+) -> SuitePrecision:
+    """The precision mode on a suite: every benchmark's probe grows by ``round_size`` items a round until every
+    benchmark's 90% interval (``of="every"``) or the suite mean's (``of="mean"``) is at most ``precision`` wide on
+    each side, or ``max_budget`` items per benchmark are asked.
+
+    As in the single benchmark's mode (:class:`~tailoredbench.stopping.StoppingRule`), each round's intervals are
+    the fixed-budget conformal ones times a factor, the smallest whose intervals cover, where the rule stops, a
+    90% share of source models playing targets; TailoredBench+'s weights are fitted on the sources over all rounds.
+
+    Examples
+    --------
+    >>> from tailoredbench.datasets.matrix import ResponseMatrix
+    >>> rng = np.random.default_rng(0)
+    >>> ability = rng.random(40)
+    >>> parts = [ResponseMatrix((rng.random((40, 30)) < ability[:, None]).astype(float)) for _ in range(2)]
+    >>> found = simulate_suite_precision(parts, 0.15, max_budget=18, round_size=4, runs=1, g_size=3)
+    >>> found.summary[["mode", "method"]].values.tolist()
+    [['joint', 'tailored_plus']]
+    """
+    if not isinstance(suite, Suite):
+        suite = load_suite(suite)
+    precision = check_precision(precision)
+    if of not in PRECISION_OF:
+        raise TailoredBenchError(f"the precision is of {' or '.join(PRECISION_OF)} (interval), got {of!r}")
+    methods = tuple(dict.fromkeys(methods))
+    wrong = [m for m in methods if m not in ("tailoredbench", "tailored_plus")]
+    if wrong or not methods:
+        raise TailoredBenchError(f"the suite's precision mode runs tailoredbench and tailored_plus, not {wrong[:1]}")
+    modes = tuple(dict.fromkeys(modes))
+    if not modes or any(m not in MODES for m in modes):
+        raise TailoredBenchError(f"unknown suite mode in {list(modes)}; choose joint and/or independent")
+    runs, seed = check_integer(runs, "runs", 1), check_integer(seed, "seed", 0)
+    rounds = round_budgets_of(suite, check_integer(g_size, "g_size", 1), round_size, max_budget)
+    setup = _Setup(tuple(m.values for m in suite.source), rounds[-1], g_size, check_distance(distance), methods, {})
+    targets = [m.values for m in suite.target]
+    truth = np.array([t.mean(axis=1) for t in targets])
+    n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
+    frames, rows, factors = [], [], {}
+    with parallel_config(n_jobs=check_integer(n_jobs, "n_jobs", -1) or 1):
+        for mode in modes:
+            run = partial(_rounds_run, rounds=rounds)
+            weights = None
+            if "tailored_plus" in methods:
+                folds = folds_by_kept(setup.sources[0].shape[0], STACK_FOLDS, STACK_REPEATS, seed, rng.STACKING_FOLDS)
+                done = _on_folds(setup, folds, mode, seed, rng.STACK_RUN, runner=run)
+                parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=2)
+                stack_truth = np.hstack([t for t, _ in done])
+                weights = np.array(
+                    [
+                        simplex_weights(parts[:, b].reshape(-1, len(COMPONENTS)), np.tile(stack_truth[b], len(rounds)))
+                        for b in range(len(setup.sources))
+                    ]
+                )
+            n_sources = setup.sources[0].shape[0]
+            folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, INTERVAL_FOLDS, 1, seed)]
+            done = _on_folds(setup, folds, mode, seed, rng.PSEUDO_RUN, weights, runner=run)
+            pseudo_truth = np.hstack([t for t, _ in done])
+            outputs = Parallel()(delayed(run)(setup, targets, (seed, r), mode, weights) for r in range(runs))
+            for method in methods:
+                estimate = np.concatenate([out[method]["estimate"] for _, out in done], axis=2)
+                scale = difficulty(
+                    estimate, np.concatenate([out[method]["unlike"] for _, out in done], axis=2), n_items
+                )
+                errors = np.abs(estimate - pseudo_truth)
+                q = np.array(
+                    [
+                        [conformal_halfwidth(errors[r, b] / scale[r, b], level) for b in range(errors.shape[1])]
+                        for r in range(len(rounds))
+                    ]
+                )
+                scales = q[:, :, None] * scale
+                mean_errors = np.abs(estimate.mean(axis=1) - pseudo_truth.mean(axis=0))[:, None, :]
+                mean_scale = scale.mean(axis=1)[:, None, :]
+                q_mean = np.array(
+                    [conformal_halfwidth(mean_errors[r, 0] / mean_scale[r, 0], level) for r in range(len(rounds))]
+                )
+                mean_scales = q_mean[:, None, None] * mean_scale
+                if of == "every":
+                    factor = stopping_factor(errors, scales, precision, level)
+                else:
+                    factor = stopping_factor(mean_errors, mean_scales, precision, level)
+                factors[mode, method] = factor
+                for r, out in enumerate(outputs):
+                    est = out[method]["estimate"]
+                    s = difficulty(est, out[method]["unlike"], n_items)
+                    half = factor * q[:, :, None] * s
+                    half_mean = factor * q_mean[:, None] * s.mean(axis=1)
+                    watched = half if of == "every" else half_mean[:, None, :]
+                    stop = stopping_round(watched.max(axis=1).T, precision)
+                    columns = np.arange(est.shape[2])
+                    met = watched.max(axis=1)[stop, columns] <= precision
+                    chosen, chosen_half = est[stop, :, columns].T, half[stop, :, columns].T
+                    chosen_mean, chosen_half_mean = chosen.mean(axis=0), half_mean[stop, columns]
+                    low, high = clipped_interval(
+                        np.vstack([chosen, chosen_mean]), np.vstack([chosen_half, chosen_half_mean])
+                    )
+                    names = [*suite.benchmarks, SUITE_MEAN]
+                    models = list(suite.target[0].models)
+                    frames.append(
+                        pd.DataFrame(
+                            {
+                                "run": r,
+                                "mode": mode,
+                                "method": method,
+                                "benchmark": np.repeat(names, len(models)),
+                                "target": np.tile(models, len(names)),
+                                "true": np.vstack([truth, truth.mean(axis=0)]).ravel(),
+                                "estimate": np.vstack([chosen, chosen_mean]).ravel(),
+                                "interval_low": low.ravel(),
+                                "interval_high": high.ravel(),
+                                "items": np.tile(n_items[stop, 0, 0] * len(names[:-1]), len(names)),
+                                "met": np.tile(met, len(names)),
+                            }
+                        )
+                    )
+    results = pd.concat(frames, ignore_index=True)
+    for (mode, method), part in results.groupby(["mode", "method"], sort=False):
+        each, whole = part[part["benchmark"] != SUITE_MEAN], part[part["benchmark"] == SUITE_MEAN]
+        inside = covered(part)
+        rows.append(
+            {
+                "mode": mode,
+                "method": method,
+                "precision": precision,
+                "of": of,
+                "items_mean": float(whole["items"].mean()),
+                "items_p90": float(whole["items"].quantile(0.9)),
+                "precision_met": float(whole["met"].mean()),
+                "mae": float((each["estimate"] - each["true"]).abs().mean()),
+                "suite_mae": float((whole["estimate"] - whole["true"]).abs().mean()),
+                "coverage": float(inside[each.index].mean()),
+                "suite_coverage": float(inside[whole.index].mean()),
+                "factor": factors[mode, method],
+                "runs": runs,
+            }
+        )
+    settings = {
+        "precision": precision,
+        "of": of,
+        "rounds": [r[0] for r in rounds],
+        "round_size": round_size,
+        "methods": list(methods),
+        "modes": list(modes),
+        "runs": runs,
+        "seed": seed,
+        "g_size": g_size,
+        "distance": distance,
+        "interval": level,
+    }
+    return SuitePrecision(results, pd.DataFrame(rows), settings, {f"{m} {n}": f for (m, n), f in factors.items()})
+
+
 # ---- Real use: one new model ----------------------------------------------------------------------------------
 # The joint plan of _tailored for one model whose answers come step by step (tailoredbench.suite_workflow): the
 # same functions, called with the model as the only target of run 0 (key (seed, 0)) and its index 0.
@@ -463,14 +708,19 @@ def _native(setup: _Setup, g_sets, g_targets, joint: bool) -> list[np.ndarray]:
     return native
 
 
-def _probes(setup: _Setup, g_sets, native_rows, key, t: int) -> list[Probe]:
-    """Target ``t``'s probe on every benchmark: its G-set and the N-set its native sources choose."""
+def _probes(setup: _Setup, g_sets, native_rows, key, t: int, budgets=None, asked=None) -> list[Probe]:
+    """Target ``t``'s probe on every benchmark: its G-set and the N-set its native sources choose (``budgets``
+    items each, by default the setup's; ``asked``: each benchmark's N-set so far, which the probe extends)."""
     probes = []
+    budgets = setup.budgets if budgets is None else budgets
     for b, (source, rows) in enumerate(zip(setup.sources, native_rows, strict=True)):
-        budget, distance = setup.budgets[b], setup.distance
+        budget, distance = budgets[b], setup.distance
         points = binary_points(source[rows].T, distance)
         gen = rng.stream(key, rng.N_SET, t, budget)
-        probes.append(n_set(source, rows, g_sets[b], budget, distance=distance, random_state=gen, points=points))
+        held = () if asked is None else asked[b]
+        probes.append(
+            n_set(source, rows, g_sets[b], budget, distance=distance, random_state=gen, points=points, asked=held)
+        )
     return probes
 
 

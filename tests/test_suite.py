@@ -12,7 +12,7 @@ from tailoredbench.datasets.matrix import ResponseMatrix
 from tailoredbench.datasets.suites import SuiteWarning, load_suite
 from tailoredbench.errors import TailoredBenchError
 from tailoredbench.simulate import simulate
-from tailoredbench.suite import SUITE_MEAN, simulate_suite
+from tailoredbench.suite import SUITE_MEAN, simulate_suite, simulate_suite_precision
 
 
 def synthetic_suite(n_models=60, n_items=40, n_benchmarks=3, seed=1):
@@ -169,7 +169,12 @@ def test_simulate_suite_from_the_command_line_prints_one_record_per_method_and_m
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--precision", "0.05"], "--precision does not apply with --suite"),
+        (["--precision", "0.05", "--budget", "8"], "give --precision or a budget, not both"),
+        (["--precision-of", "mean"], "--precision-of applies with --precision only"),
+        (
+            ["--precision", "0.05", "--method", "random"],
+            "the suite's precision mode runs tailoredbench and tailored_plus",
+        ),
         (["--budget", "8", "9"], "--budget is one number"),
         (["--suite-mode", "apart"], "invalid choice"),
     ],
@@ -202,3 +207,35 @@ def test_suite_names_a_registered_suite_alone_or_two_files(capsys):
     parts[1] = ResponseMatrix(parts[1].values[:, :2], models=parts[1].models)
     with pytest.raises(TailoredBenchError, match="a total budget of 2 leaves benchmark_1 no item"):
         simulate_suite(parts, ["random"], total_budget=2, runs=1)
+
+
+def test_the_precision_mode_stops_each_target_when_every_interval_or_the_means_is_narrow_enough():
+    parts = synthetic_suite(n_models=50, n_items=30)
+    every = simulate_suite_precision(
+        parts, 0.12, ["tailoredbench", "tailored_plus"], max_budget=22, round_size=4, runs=2, g_size=3
+    )
+    mean = simulate_suite_precision(
+        parts, 0.12, ["tailoredbench"], of="mean", max_budget=22, round_size=4, runs=2, g_size=3
+    )
+    assert every.settings["rounds"] == [7, 11, 15, 19, 22]
+    r = every.results
+    assert ((r["interval_low"] <= r["estimate"]) & (r["estimate"] <= r["interval_high"])).all()
+    # a target that met the precision did so on every benchmark; on the mean, the mean's interval alone
+    for found, watched in ((every, r["benchmark"] != SUITE_MEAN), (mean, mean.results["benchmark"] == SUITE_MEAN)):
+        rows = found.results[found.results["met"] & watched]
+        assert (rows["interval_high"] - rows["estimate"] <= 0.12 + 1e-12).all()
+    row = every.summary.set_index("method").loc["tailored_plus"]
+    assert 7 * 3 <= row["items_mean"] <= 22 * 3 and 0 <= row["precision_met"] <= 1 and row["factor"] > 0
+    assert mean.summary["items_mean"].iloc[0] <= every.summary.set_index("method").loc["tailoredbench", "items_mean"]
+
+
+def test_simulate_suite_precision_from_the_command_line(tmp_path, capsys):
+    from tailoredbench.cli import main
+
+    a, b = synthetic_suite(n_benchmarks=2, n_models=40, n_items=30)
+    files = [_csv(a, tmp_path / "a.csv"), _csv(b, tmp_path / "b.csv")]
+    args = ["simulate", "--suite", *files, "--precision", "0.1", "--max-budget", "20", "--round-size", "5"]
+    assert main([*args, "--g-size", "3", "--runs", "1", "--method", "tailored_plus", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["of"] == "every" and record["rounds"] == [8, 13, 18, 20] and record["mode"] == "joint"
+    assert {"items_mean", "items_p90", "precision_met", "mae", "suite_mae", "coverage", "factor"} <= set(record)
