@@ -224,22 +224,48 @@ def _quantiles(pseudo: Sequence[PseudoTargets], truth_mean: np.ndarray, level: f
     return each, conformal_halfwidth(np.abs(estimate - truth_mean) / scale, level)
 
 
+def share_out(total: int, spread: np.ndarray, n_items: np.ndarray, least: int = 1) -> np.ndarray:
+    """``total`` items shared out between benchmarks where they cut the error most under the sampling model: the
+    error of an accuracy read from ``n`` items is about ``spread / sqrt(n)``, and ``n_b`` proportional to
+    ``spread_b ** (2 / 3)`` minimises the sum over benchmarks (each between ``least`` and its item count).
+
+    Examples
+    --------
+    >>> share_out(60, np.array([0.5, 0.5, 0.25]), np.array([100, 100, 100])).tolist()
+    [22, 22, 16]
+    """
+    weight = np.asarray(spread, dtype=float) ** (2 / 3)
+    budgets = np.full(len(weight), least)
+    for _ in range(max(total - least * len(weight), 0)):  # one item at a time to the largest marginal gain
+        gain = weight * (1 / np.sqrt(budgets) - 1 / np.sqrt(budgets + 1))
+        gain[budgets >= n_items] = -np.inf
+        budgets[int(np.argmax(gain))] += 1
+    return budgets
+
+
 def check_budgets(suite: Suite, budget, total_budget, g_size: int, methods) -> tuple[int, ...]:
-    """Items per benchmark: ``budget`` each, or ``total_budget`` shared out in proportion to the item counts."""
+    """Items per benchmark: ``budget`` each, or ``total_budget`` shared out by :func:`share_out` with each
+    benchmark's spread of a source model's item results, ``mean sqrt(p (1 - p))`` (the sources only)."""
     if budget is not None and total_budget is not None:
         raise TailoredBenchError("give a budget per benchmark or a total budget, not both")
     if budget is None and total_budget is None:
         budget = DEFAULT_BUDGET
     n_items = np.array(suite.n_items)
+    tailored = bool({"tailoredbench", "tailored_plus"} & set(methods))
     if budget is not None:
         budgets = np.full(len(n_items), check_integer(budget, "budget", 1))
     else:
         total = check_integer(total_budget, "total budget", len(n_items))
-        budgets = np.floor(total * n_items / n_items.sum()).astype(int)
-        budgets[np.argsort(-(total * n_items / n_items.sum() - budgets), kind="stable")[: total - budgets.sum()]] += 1
+        least = g_size + 1 if tailored else 1
+        if total < least * len(n_items) or total > n_items.sum():
+            raise TailoredBenchError(
+                f"a total budget of {total} must lie between {least * len(n_items)} ({least} per benchmark) and "
+                f"the {n_items.sum()} items of the suite"
+            )
+        accuracy = [m.accuracy() for m in suite.source]
+        spread = np.array([np.sqrt(a * (1 - a)).mean() for a in accuracy])
+        budgets = share_out(total, spread, n_items, least)
     for name, b, n in zip(suite.benchmarks, budgets, n_items, strict=True):
-        if b < 1:
-            raise TailoredBenchError(f"a total budget of {total_budget} leaves {name} no item")
         if b > n:
             raise TailoredBenchError(f"budget {b} exceeds the item count {n} of {name}")
         if {"tailoredbench", "tailored_plus"} & set(methods) and b <= g_size:
@@ -274,8 +300,8 @@ def simulate_suite(
     modes : sequence of str
         ``"joint"`` and/or ``"independent"``.
     budget, total_budget
-        Items per benchmark (default :data:`DEFAULT_BUDGET`), or in all (shared out in proportion to the item
-        counts); the G-sets included.
+        Items per benchmark (default :data:`DEFAULT_BUDGET`), or in all (shared out where they cut the error
+        most, by :func:`check_budgets`, on the sources only); the G-sets included.
     runs, seed, n_jobs
         Run ``r`` is seeded by ``(seed, r)``; the results are the same whatever the number of workers.
     g_size, distance
