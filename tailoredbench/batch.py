@@ -33,7 +33,7 @@ BENCHMARK_NOTEBOOKS = PAPER_BENCHMARKS
 STUDY_NOTEBOOKS: tuple[str, ...] = ("study_distance", "study_calibration", "study_g_size", "study_budget_scaling")
 STUDY_NOTEBOOKS += ("study_native_sources", "study_families", "study_embedding")
 #: Every notebook, in the order ``reproduce`` runs them.
-ORDER: tuple[str, ...] = (*BENCHMARK_NOTEBOOKS, "sequential_precision", "beyond", "method_walkthrough")
+ORDER: tuple[str, ...] = (*BENCHMARK_NOTEBOOKS, "sequential_precision", "beyond", "suite", "method_walkthrough")
 ORDER += ("tutorial_evaluate_your_model", "main_table", *STUDY_NOTEBOOKS)
 #: What a notebook runs after: main_table and beyond read the benchmark reports, and the studies
 #: the benchmark notebooks' runs in the run cache (run sooner, they would compute them again).
@@ -51,6 +51,7 @@ QUICK: dict[str, dict] = {
     "beyond": {"benchmarks": ["gsm8k"], "variants": ["calibrated", "stacked"], "random_splits": 1}
     | dict.fromkeys(("runs", "selection_runs", "split_runs"), 2),
     "sequential_precision": {"benchmarks": ["gsm8k", "pope"], "precisions": [0.06, 0.1], "max_budget": 40, "runs": 2},
+    "suite": {"runs": 1, "max_models": 300},
     "study_distance": {**_STUDY_QUICK, "distances": ["cosine", "manhattan"]},
     "study_calibration": _STUDY_QUICK,
     "study_g_size": {**_STUDY_QUICK, "g_sizes": [5, 10]},

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.colors import to_hex, to_rgb
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FixedLocator, FormatStrFormatter, MaxNLocator, NullLocator
 
 from . import rng
 from .datasets.families import model_family
@@ -844,4 +844,88 @@ def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None,
     right.set_xticks(range(2), ["calibrated\nestimate", "plain mean\nof the probe"])
     right.set_ylabel("MAE over the targets (± se)")
     _tight(fig, path)
+    return fig
+
+
+#: The suite figure's MAE ticks (a logarithmic axis): those within its range are labelled.
+SUITE_TICKS = (0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1, 0.15, 0.2)
+
+
+def plot_suite_gains(gains: Mapping[str, pd.DataFrame], path: str | Path, titles: Mapping[str, str] | None = None):
+    """Per suite (a panel each) and benchmark, each method's MAE planned one benchmark at a time (hollow) and
+    jointly (filled), ± one standard error over runs, joined by a line and annotated with their ratio.
+
+    ``gains`` maps a suite to :func:`~tailoredbench.studies.joint_gains`'s table. The axis is logarithmic, so a
+    line's length is the ratio whatever the benchmark's error; a ratio within two standard errors across targets
+    of 1 (a tie) is printed in grey italics.
+    """
+    plt, _ = plotting()
+    names = list(gains)
+    groups = {s: list(dict.fromkeys(gains[s]["benchmark"])) for s in names}
+    fig, axes = plt.subplots(
+        1,
+        len(names),
+        figsize=(WIDTH, 4.8),
+        layout="constrained",
+        squeeze=False,
+        gridspec_kw={"width_ratios": [len(groups[s]) + 0.6 for s in names]},
+    )
+    methods: list[str] = []
+    for ax, suite in zip(axes[0], names, strict=True):
+        table = gains[suite]
+        order = method_order(table["method"])
+        methods += [m for m in order if m not in methods]
+        step = 0.8 / max(len(order), 1)
+        for k, method in enumerate(order):
+            rows = table[table["method"] == method].set_index("benchmark").reindex(groups[suite])
+            x = np.arange(len(rows)) + (k - (len(order) - 1) / 2) * step
+            colour, edge, marker = method_colour(method), method_edge(method), method_marker(method)
+            for at, row in zip(x, rows.itertuples(), strict=True):
+                ax.plot([at, at], [row.independent, row.joint], color=colour, lw=1.6, zorder=1)
+            style = {"ls": "none", "marker": marker, "ms": 6.5, "capsize": 2, "ecolor": edge, "mec": edge}
+            ax.errorbar(x, rows["independent"], yerr=rows["independent_se"], mfc="white", zorder=2, **style)
+            ax.errorbar(x, rows["joint"], yerr=rows["joint_se"], mfc=colour, zorder=3, **style)
+            for at, row in zip(x, rows.itertuples(), strict=True):
+                tie = row.verdict != "gain"
+                below = min(row.joint - row.joint_se, row.independent - row.independent_se)
+                ax.annotate(
+                    f"{row.ratio:.2f}",
+                    (at, below),
+                    xytext=(0, -9),
+                    textcoords="offset points",
+                    ha="center",
+                    va="top",
+                    fontsize=8,
+                    rotation=90,
+                    color=NEUTRAL if tie else edge,
+                    style="italic" if tie else "normal",
+                )
+        ax.set_yscale("log")
+        low = min((table[m] - table[f"{m}_se"]).min() for m in ("joint", "independent"))
+        high = max((table[m] + table[f"{m}_se"]).max() for m in ("joint", "independent"))
+        ax.set_ylim(low / 1.5, high * 1.08)
+        ticks = [t for t in SUITE_TICKS if low / 1.5 <= t <= high * 1.08]
+        ax.yaxis.set_major_locator(FixedLocator(ticks))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_xticks(range(len(groups[suite])), groups[suite], fontsize=9, rotation=20)
+        ax.set_xlim(-0.6, len(groups[suite]) - 0.4)
+        if "suite mean" in groups[suite]:  # the suite mean is no benchmark: set apart
+            ax.axvline(groups[suite].index("suite mean") - 0.5, color=NEUTRAL, lw=1, ls=":")
+        ax.grid(axis="x", visible=False)
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%.3f"))
+        ax.tick_params(axis="y", labelsize=8)
+        ax.set_title((titles or {}).get(suite, suite), fontsize=11)
+    axes[0][0].set_ylabel("MAE (log scale, ± s.e. over runs)")
+    line = plt.Line2D
+    handles = [
+        line([], [], color=method_colour(m), marker=method_marker(m), mec=method_edge(m), lw=1.6) for m in methods
+    ]
+    labels = list(methods)
+    handles += [
+        line([], [], ls="none", marker="o", mfc="white", mec="black", ms=6.5),
+        line([], [], ls="none", marker="o", color="black", ms=6.5),
+    ]
+    labels += ["hollow: independent", "filled: joint"]
+    _legend_below(fig, (handles, labels), ncol=len(labels))
+    _save(fig, path)
     return fig

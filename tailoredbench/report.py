@@ -842,6 +842,36 @@ def provenance(record: Mapping) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["what", "value"])
 
 
+def suite_provenance(record: Mapping) -> pd.DataFrame:
+    """What made the suite report, one row per fact, from its ``metrics.json`` record (its ``suites``, ``seconds``
+    and ``parameters``)."""
+    rows = []
+    for name, suite in record["suites"].items():
+        rows.append(
+            ("suite", f"`{name}`: {', '.join(suite['benchmarks'])} ({', '.join(map(str, suite['n_items']))} items)")
+        )
+        rows += _file_rows(suite.get("files", []))
+        sampled = (
+            f", a sample of {suite['max_models']} (seed {suite['subsample_seed']})" if "max_models" in suite else ""
+        )
+        rows.append(
+            (
+                "models",
+                f"{suite['n_models_common']} answer every benchmark ({suite['n_models_dropped']} others do not)"
+                f"{sampled}; {suite['n_source']} source, {suite['n_target']} target, split {suite['split']}",
+            )
+        )
+        if name in record.get("seconds", {}):
+            rows.append(("seconds", f"{record['seconds'][name]:.0f} for every method and mode"))
+    parameters = record["parameters"]
+    rows += [
+        ("runs, seed, workers", f"{parameters['runs']}, {parameters['seed']}, {parameters['jobs']}"),
+        ("package, commit", f"{record['package_version']}, {record['git_commit']}"),
+        ("computed with", ", ".join(f"{k} {v}" for k, v in record["environment"].items())),
+    ]
+    return pd.DataFrame(rows, columns=["what", "value"])
+
+
 def _file_rows(files) -> list[tuple[str, str]]:
     """One row per data folder (repository, commit and path), then one per file in it: no cell too wide to wrap.
 

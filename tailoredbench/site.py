@@ -23,7 +23,7 @@ SITE = ROOT / "site"
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Start here", ("method_walkthrough", "tutorial_evaluate_your_model")),
     ("The paper's benchmarks", (*BENCHMARK_NOTEBOOKS, "main_table")),
-    ("Beyond the paper", ("beyond", "sequential_precision")),
+    ("Beyond the paper", ("beyond", "sequential_precision", "suite")),
     ("Studies", STUDY_NOTEBOOKS),
 )
 #: The reading column: the width a notebook has in JupyterLab, so a table that fits there fits here.

@@ -216,3 +216,30 @@ def test_the_item_clusters_colour_few_groups_and_enlarge_where_they_lie(tmp_path
     assert len(clusters) == 3  # a reader tells three colours apart, not thirty
     assert region.get_xlim()[1] - region.get_xlim()[0] <= whole.get_xlim()[1] - whole.get_xlim()[0]
     assert all(ax.get_xlabel() and ax.get_ylabel() for ax in fig.axes)
+
+
+def test_the_suite_figure_pairs_the_two_plans_per_method_and_prints_each_ratio(tmp_path):
+    gains = {
+        name: pd.DataFrame(
+            {
+                "method": [m for m in ("tailored_plus", "tailoredbench") for _ in benchmarks],
+                "benchmark": benchmarks * 2,
+                "joint": 0.02,
+                "joint_se": 0.001,
+                "independent": 0.025,
+                "independent_se": 0.001,
+                "ratio": 0.8,
+                "verdict": ["gain", "tie"] * len(benchmarks),
+            }
+        )
+        for name, benchmarks in (("s", ["a", "b", "suite mean"]), ("t", ["c", "suite mean"]))
+    }
+    fig = figures.plot_suite_gains(gains, tmp_path / "suite.png", {"s": "suite s"})
+    assert (tmp_path / "suite.png").is_file() and fig.get_size_inches()[0] == figures.WIDTH
+    left, right = fig.axes[:2]
+    assert left.get_yscale() == "log" and left.get_title() == "suite s" and right.get_title() == "t"
+    assert [t.get_text() for t in left.get_xticklabels()] == ["a", "b", "suite mean"]
+    assert [t.get_text() for t in left.texts] == ["0.80"] * 6  # a ratio per benchmark and method
+    joined = {matplotlib.colors.to_hex(line.get_color()) for line in left.get_lines() if len(line.get_xdata()) == 2}
+    # the methods' colours, and the grey dotted line that sets the suite mean apart
+    assert joined == {figures.METHOD_COLOURS["tailored_plus"], figures.METHOD_COLOURS["tailoredbench"], figures.NEUTRAL}

@@ -251,3 +251,54 @@ def test_reproduce_refuses_to_replace_a_report_with_other_parameters(tmp_path):
     with pytest.raises(TailoredBenchError, match="--force"):
         reproduce(["gsm8k"], parameters={"runs": 1}, output_dir=tmp_path, log=lambda _: None)
     assert (tmp_path / "gsm8k" / "mine.txt").read_text() == "keep"
+
+
+@pytest.mark.notebook
+def test_suite_notebook_smoke(tmp_path):
+    """Papermill with small parameters, then the recorded metrics, within their ranges."""
+    reproduce(["suite"], parameters={"runs": 1, "max_models": 200}, output_dir=tmp_path, log=lambda _: None)
+    out = tmp_path / "suite"
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["parameters"]["runs"] == 1 and metrics["package_version"] and metrics["git_commit"]
+    findings = metrics["findings"]
+    assert 1 <= len(findings) <= 3 and all(len(line) <= 300 for line in findings)
+    assert findings[0].startswith("Planned jointly, TailoredBench+'s MAE per benchmark is ")
+    benchmarks = {"open_llm_tiny": 5, "arc_truthfulqa": 2}
+    assert list(metrics["summary"]) == list(benchmarks)
+    pairs = {
+        (mode, m) for mode in ("joint", "independent") for m in ("tailoredbench", "tailored_plus", "random_regression")
+    }
+    for name, rows in metrics["summary"].items():
+        assert {(r["mode"], r["method"]) for r in rows} == pairs | {
+            ("independent", "gp_irt"),
+            ("independent", "random"),
+        }
+        for r in rows:
+            assert len(r["mae_by_benchmark"]) == benchmarks[name] and r["items"] == 20 * benchmarks[name]
+            assert 0 < r["suite_mae"] <= r["mae"] < 0.15  # the mean's error is at most the errors' mean
+            assert 0.5 <= r["coverage"] <= 1 and 0.5 <= r["suite_coverage"] <= 1
+    suites = metrics["suites"]
+    assert suites["open_llm_tiny"]["n_models_common"] == 1989 and suites["open_llm_tiny"]["max_models"] == 200
+    assert (suites["arc_truthfulqa"]["n_source"], suites["arc_truthfulqa"]["n_target"]) == (50, 51)
+    assert all(re.fullmatch("[0-9a-f]{64}", f["sha256"]) for s in suites.values() for f in s["files"])
+    tables = metrics["tables"]
+    gains = tables["gains"]
+    assert {(r["suite"], r["method"]) for r in gains} == {
+        (s, m) for s in benchmarks for m in ("tailored_plus", "tailoredbench", "random_regression")
+    }
+    assert all(0.3 < r["ratio"] < 2 and r["verdict"] in ("gain", "tie", "loss") for r in gains)
+    assert all(0 <= r["r2"] <= 1 and -1 <= r["mean_r"] <= 1 for r in tables["predictability"])
+    weights = tables["stacking_weights"]
+    assert all(
+        sum(r[c] for c in ("calibrated", "local_regression", "neighbours", "uncalibrated")) == pytest.approx(1)
+        for r in weights
+    )
+    for name in ("summary", "by_benchmark", "gains", "predictability", "correlations", "stacking_weights"):
+        assert (out / "tables" / f"{name}.csv").is_file() and (out / "tables" / f"{name}.md").is_file()
+    assert [p.name for p in (out / "figures").glob("*.png")] == ["joint_vs_independent.png"]
+    nb = check_clean(out / "suite.ipynb", tmp_path)
+    assert len(image_cells(nb)) == 1
+    assert shown_text(nb, 'Markdown(" ".join(findings))') == " ".join(
+        findings
+    )  # the takeaway shown is the one recorded
+    assert "$$" in json.dumps(nb) and "sha256" in shown_text(nb, "suite_provenance(")

@@ -248,7 +248,7 @@ def test_every_study_has_a_smoke_setting():
 
 
 #: The notebooks this module checks the layout of.
-LAID_OUT = (*STUDY_NOTEBOOKS, "beyond", "sequential_precision", "tutorial_evaluate_your_model")
+LAID_OUT = (*STUDY_NOTEBOOKS, "beyond", "sequential_precision", "suite", "tutorial_evaluate_your_model")
 
 
 @pytest.mark.parametrize("name", LAID_OUT)
@@ -399,3 +399,69 @@ def test_versus_at_says_per_benchmark_who_needs_fewer_items_and_who_falls_short(
     assert studies.versus_at(items[items["method"] == "tailored_plus"], "tailored_plus", "fluid", 0.06) == (
         "tailored_plus and fluid were not both run at ±0.06, so they are not compared here."
     )
+
+
+def _suite_results():
+    """SYNTHETIC: 2 runs of 4 targets on benchmarks x (the joint plan halves every error) and y (no change)."""
+    rows = []
+    for run in range(2):
+        for target, error in enumerate([0.02, 0.04, 0.03, 0.05]):
+            for mode, x_error in (("joint", error / 2), ("independent", error)):
+                rows.append((run, mode, "tailored_plus", "x", f"t{target}", 0.5, 0.5 + x_error))
+                rows.append((run, mode, "tailored_plus", "y", f"t{target}", 0.5, 0.5 - error * (1 + run) / 2))
+            rows.append((run, "independent", "random", "x", f"t{target}", 0.5, 0.6))
+    return pd.DataFrame(rows, columns=["run", "mode", "method", "benchmark", "target", "true", "estimate"])
+
+
+def test_joint_gains_pairs_the_two_plans_target_by_target_and_skips_one_mode_methods():
+    gains = studies.joint_gains(_suite_results(), ["tailored_plus", "random"]).set_index("benchmark")
+    assert list(gains.index) == ["x", "y"]  # random ran in one mode only
+    assert gains.loc["x", "ratio"] == pytest.approx(0.5) and gains.loc["x", "verdict"] == "gain"
+    assert gains.loc["y", "ratio"] == pytest.approx(1.0) and gains.loc["y", "verdict"] == "tie"
+    assert gains.loc["y", "difference_se"] == 0 and gains.loc["y", "joint_se"] > 0  # runs differ, plans do not
+    grid = studies.gains_grid(gains.reset_index())
+    assert grid["tailored_plus"].tolist() == ["0.0175 / 0.0350 = **0.50**", "0.0263 / 0.0263 = **1.00** (tie)"]
+
+
+def test_gains_reading_names_where_the_joint_plan_helps_and_how_much_the_others_predict_there():
+    gains = pd.DataFrame(
+        {
+            "method": ["tailored_plus"] * 3 + ["random_regression"] * 3,
+            "benchmark": ["a", "b", "c"] * 2,
+            "ratio": [0.8, 0.9, 0.99, 0.7, 0.85, 0.97],
+            "verdict": ["gain", "gain", "tie", "gain", "gain", "tie"],
+        }
+    )
+    predicted = pd.DataFrame({"benchmark": ["a", "b", "c"], "mean_r": [0.8, 0.7, 0.4], "r2": [0.7, 0.5, 0.2]})
+    text = studies.gains_reading(gains, predicted, "s")
+    assert "TailoredBench+'s MAE beyond two standard errors across targets on 2 of 3 benchmarks" in text
+    assert "not on c (0.99, within noise)" in text
+    assert "c, which gains least for every method, has R² 0.20" in text
+    assert "is 1.0 for TailoredBench+ and 1.0 for random+regression" in text
+
+
+def test_suite_takeaway_is_at_most_three_sentences_of_at_most_300_characters():
+    summary = pd.DataFrame(
+        {
+            "mode": ["joint", "independent"] * 2,
+            "method": ["tailored_plus"] * 2 + ["random_regression"] * 2,
+            "mae": [0.019, 0.0214, 0.0273, 0.0338],
+            "coverage": 0.9,
+            "items": 100,
+        }
+    )
+    gains = pd.DataFrame(
+        {
+            "method": "tailored_plus",
+            "benchmark": ["arc", "gsm8k", "hellaswag", "truthfulqa", "winogrande", "suite mean"],
+            "ratio": [0.9, 0.99, 0.95, 0.97, 0.98, 0.96],
+            "verdict": "tie",
+        }
+    )
+    findings = studies.suite_takeaway({"one": summary, "two": summary}, {"one": gains, "two": gains})
+    assert len(findings) == 3 and all(len(line) <= 300 for line in findings)
+    assert "on none of the 5 benchmarks of one (ratios from 0.90 on ARC to 0.99 on GSM8K)" in findings[1]
+    assert findings[2].endswith("but stay above joint TailoredBench+.")
+    assert studies.suite_takeaway({"one": summary[summary["method"] == "random_regression"]}, {}) == [
+        "TailoredBench+ was not run in both modes, so the joint plan is not compared with the independent one here."
+    ]
