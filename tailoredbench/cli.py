@@ -125,7 +125,11 @@ def _build_parser() -> argparse.ArgumentParser:
         default="joint",
         help="with --suite: native sources from every benchmark's G-set (joint, the default) or per benchmark",
     )
-    sim.add_argument("--total-budget", type=_positive_int, help="with --suite: items in all, shared out where they cut the error most (on the sources)")
+    sim.add_argument(
+        "--total-budget",
+        type=_positive_int,
+        help="with --suite: items in all, shared out where they cut the error most",
+    )
     sim.add_argument(
         "--precision-of",
         choices=["every", "mean"],

@@ -210,7 +210,7 @@ def test_suite_names_a_registered_suite_alone_or_two_files(capsys):
     assert "registered suite (open_llm_tiny) alone" in capsys.readouterr().err
     parts = synthetic_suite(n_benchmarks=2)
     parts[1] = ResponseMatrix(parts[1].values[:, :2], models=parts[1].models)
-    with pytest.raises(TailoredBenchError, match="a total budget of 9 must lie between 10 .5 per benchmark. and"):
+    with pytest.raises(TailoredBenchError, match=r"a total budget of 9 must lie between 10 \(5 per benchmark\) and"):
         simulate_suite(parts, ["tailoredbench"], total_budget=9, runs=1, g_size=4)
 
 
