@@ -199,7 +199,9 @@ def calibrate(setup: _Setup, mode: str, seed: int, weights=None, level: float = 
     """Per joint method: each benchmark's conformal quantile and the suite mean's, from the sources, each
     playing a target once (a target's half-width is its quantile times its difficulty)."""
     n_sources = setup.sources[0].shape[0]
-    folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, INTERVAL_FOLDS, 1, seed)]
+    # as many folds as sources at most: an empty fold would hold no pseudo-target out
+    n_folds = min(INTERVAL_FOLDS, n_sources)
+    folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, n_folds, 1, seed)]
     done = _on_folds(setup, folds, mode, seed, rng.PSEUDO_RUN, weights)
     truth = np.hstack([t for t, _ in done])
     n_items = np.array(setup.budgets, dtype=float)
@@ -590,13 +592,15 @@ def simulate_suite_precision(
     targets = [m.values for m in suite.target]
     truth = np.array([t.mean(axis=1) for t in targets])
     n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
+    n_sources = setup.sources[0].shape[0]
+    interval_folds = min(INTERVAL_FOLDS, n_sources)  # no empty folds with fewer sources
     frames, rows, factors = [], [], {}
     with parallel_config(n_jobs=check_integer(n_jobs, "n_jobs", -1) or 1):
         for mode in modes:
             run = partial(_rounds_run, rounds=rounds)
             weights = None
             if "tailored_plus" in methods:
-                folds = folds_by_kept(setup.sources[0].shape[0], STACK_FOLDS, STACK_REPEATS, seed, rng.STACKING_FOLDS)
+                folds = folds_by_kept(n_sources, min(STACK_FOLDS, n_sources), STACK_REPEATS, seed, rng.STACKING_FOLDS)
                 done = _on_folds(setup, folds, mode, seed, rng.STACK_RUN, runner=run)
                 parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=2)
                 stack_truth = np.hstack([t for t, _ in done])
@@ -606,8 +610,7 @@ def simulate_suite_precision(
                         for b in range(len(setup.sources))
                     ]
                 )
-            n_sources = setup.sources[0].shape[0]
-            folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, INTERVAL_FOLDS, 1, seed)]
+            folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, interval_folds, 1, seed)]
             done = _on_folds(setup, folds, mode, seed, rng.PSEUDO_RUN, weights, runner=run)
             pseudo_truth = np.hstack([t for t, _ in done])
             outputs = Parallel()(delayed(run)(setup, targets, (seed, r), mode, weights) for r in range(runs))

@@ -244,3 +244,12 @@ def test_simulate_suite_precision_from_the_command_line(tmp_path, capsys):
     record = json.loads(capsys.readouterr().out)
     assert record["of"] == "every" and record["rounds"] == [8, 13, 18, 20] and record["mode"] == "joint"
     assert {"items_mean", "items_p90", "precision_met", "mae", "suite_mae", "coverage", "factor"} <= set(record)
+
+
+def test_a_suite_of_fewer_than_twenty_models_calibrates_on_fewer_folds_instead_of_crashing():
+    parts = synthetic_suite(n_models=12, n_items=20, n_benchmarks=2)  # 6 sources: fewer than the 10 interval folds
+    sim = simulate_suite(parts, ["tailoredbench", "tailored_plus"], budget=6, runs=1, g_size=3)
+    found = simulate_suite_precision(parts, 0.1, ["tailored_plus"], max_budget=12, round_size=3, runs=1, g_size=3)
+    for r in (sim.results, found.results):
+        assert r["estimate"].notna().all() and r["estimate"].between(0, 1).all()
+        assert ((r["interval_low"] <= r["estimate"]) & (r["estimate"] <= r["interval_high"])).all()
