@@ -322,7 +322,9 @@ def simulate_suite(
     [['joint', 'tailoredbench'], ['joint', 'tailored_plus']]
     """
     if not isinstance(suite, Suite):
-        suite = load_suite(suite, max_models=max_models, seed=seed) if isinstance(suite, str) else load_suite(suite)
+        suite = load_suite(suite, max_models=max_models, seed=seed)
+    elif max_models is not None:  # a loaded suite's models are chosen already
+        raise TailoredBenchError("max_models applies to a suite loaded here; give load_suite(..., max_models=...)")
     methods = tuple(dict.fromkeys(methods))
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:

@@ -253,3 +253,11 @@ def test_a_suite_of_fewer_than_twenty_models_calibrates_on_fewer_folds_instead_o
     for r in (sim.results, found.results):
         assert r["estimate"].notna().all() and r["estimate"].between(0, 1).all()
         assert ((r["interval_low"] <= r["estimate"]) & (r["estimate"] <= r["interval_high"])).all()
+
+
+def test_max_models_subsamples_a_suite_of_matrices_and_is_refused_for_a_loaded_one():
+    parts = synthetic_suite(n_models=40, n_items=20, n_benchmarks=2)
+    sim = simulate_suite(parts, ["random"], budget=6, runs=1, max_models=10)
+    assert sim.suite["n_source"] + sim.suite["n_target"] == 10 and sim.suite["max_models"] == 10
+    with pytest.raises(TailoredBenchError, match="max_models applies to a suite loaded here"):
+        simulate_suite(load_suite(parts), ["random"], budget=6, runs=1, max_models=10)
