@@ -261,3 +261,10 @@ def test_max_models_subsamples_a_suite_of_matrices_and_is_refused_for_a_loaded_o
     assert sim.suite["n_source"] + sim.suite["n_target"] == 10 and sim.suite["max_models"] == 10
     with pytest.raises(TailoredBenchError, match="max_models applies to a suite loaded here"):
         simulate_suite(load_suite(parts), ["random"], budget=6, runs=1, max_models=10)
+
+
+def test_benchmarks_sharing_no_model_id_are_refused_by_name(tmp_path):
+    a, b = synthetic_suite(n_benchmarks=2)
+    np.save(tmp_path / "b.npy", b.values)  # its rows are model_0, model_1, ...; the CSV's m0, m1, ...
+    with pytest.raises(TailoredBenchError, match="share no model id"):
+        load_suite([_csv(a, tmp_path / "a.csv"), tmp_path / "b.npy"])
