@@ -217,6 +217,9 @@ class _Sources:
                     f"item id {item!r} of {self.benchmarks[b]} is not an lm-eval doc_id (a whole number)"
                 )
             out.append(int(text))
+        if len(set(out)) != len(out):  # "7" and "07" would read one sample as two items' results
+            twice = next(d for d in out if out.count(d) > 1)
+            raise TailoredBenchError(f"two item ids of {self.benchmarks[b]} are the one doc_id {twice}")
         return tuple(out)
 
 

@@ -321,3 +321,12 @@ def test_open_llm_tiny_evaluates_a_held_out_model(tmp_path):
     assert done["items"] == 100
     assert abs(done["suite_mean"]["estimate"] - np.mean(truth)) < 0.1
     assert all(abs(b["estimate"] - t) < 0.25 for b, t in zip(done["benchmarks"], truth, strict=True))
+
+
+def test_item_ids_that_are_one_doc_id_are_refused(tmp_path, capsys):
+    files, _ = synthetic(tmp_path)
+    frame = pd.read_csv(files[1], index_col=0)
+    frame.columns = ["07", "7", *frame.columns[2:]]  # SYNTHETIC: one lm-eval doc_id written two ways
+    frame.to_csv(files[1])
+    assert main(["plan", "--suite", *files, "--g-size", "4", "--out", str(tmp_path / "plan")]) == 2
+    assert "two item ids of gsm8k are the one doc_id 7" in capsys.readouterr().err
