@@ -305,6 +305,17 @@ def test_open_llm_tiny_plans_its_five_lm_eval_tasks_by_doc_id(tmp_path, capsys):
     )
 
 
+def test_open_llm_tiny_refuses_its_tasks_out_of_order_and_keeps_its_metrics_for_renamed_tasks(tmp_path, capsys):
+    swapped = "gsm8k,arc_challenge,hellaswag,truthfulqa_mc2,winogrande"
+    assert main(["plan", "--suite", "open_llm_tiny", "--tasks", swapped, "--out", str(tmp_path / "a")]) == 2
+    assert "task 'gsm8k' is open_llm_tiny's task of gsm8k, not of arc" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
+    renamed = "arc_challenge_25shot,gsm8k,hellaswag,truthfulqa_mc2,winogrande"
+    assert main(["plan", "--suite", "open_llm_tiny", "--tasks", renamed, "--out", str(tmp_path / "b")]) == 0
+    state = read_suite_state(tmp_path / "b")
+    assert state.metrics == ("acc_norm", "exact_match,strict-match", "acc_norm", "acc>0.5", "acc")
+
+
 @pytest.mark.slow
 def test_open_llm_tiny_evaluates_a_held_out_model(tmp_path):
     """A target model of the registered split, from its recorded answers: every estimate near its accuracy."""
