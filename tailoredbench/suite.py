@@ -103,6 +103,19 @@ def _run(setup: _Setup, targets: Sequence[np.ndarray], key, mode: str, weights=N
                 out["tailored_plus"]["estimate"] = np.einsum("btc,bc->bt", parts, weights)
     if "random_regression" in methods:
         out["random_regression"] = _random_regression(setup, targets, key, joint=mode == "joint")
+    return _exact_where_all_asked(out, targets, setup.budgets)
+
+
+def _exact_where_all_asked(out: dict[str, dict], targets, budgets) -> dict[str, dict]:
+    """``out`` with each target's accuracy on a benchmark whose every item it was asked, whatever the method said
+    (as :func:`~tailoredbench.simulate.simulate` does); the estimates' last two axes are benchmarks x targets,
+    ``targets`` each benchmark's results of the targets on all its items."""
+    for found in out.values():
+        if found["estimate"] is None:
+            continue
+        for b, (target, budget) in enumerate(zip(targets, budgets, strict=True)):
+            if budget >= target.shape[1]:
+                found["estimate"][..., b, :] = target.mean(axis=1)
     return out
 
 
@@ -509,6 +522,12 @@ def _rounds_run(setup: _Setup, targets, key, mode: str, weights=None, rounds=())
     if "tailored_plus" in setup.methods:
         estimate = None if weights is None else np.einsum("rbtc,bc->rbt", parts, weights)
         out["tailored_plus"] = {"estimate": estimate, "unlike": unlike, "components": parts}
+    for r, budgets in enumerate(rounds):
+        _exact_where_all_asked(
+            {m: {"estimate": found["estimate"][r]} for m, found in out.items() if found["estimate"] is not None},
+            targets,
+            budgets,
+        )
     return out
 
 
@@ -837,6 +856,9 @@ def new_model_estimate(
     setup = _one_model(sources, budgets, len(probes[0].g_set), "manhattan")  # the probes' distance is spent
     _, unlike, parts = _read_probes(setup, probes, [np.asarray(y, dtype=float) for y in results], True)
     estimate = np.einsum("btc,bc->bt", parts[:, None, :], np.asarray(weights, dtype=float))
+    for b, (source, probe, y) in enumerate(zip(sources, probes, results, strict=True)):
+        if probe.budget >= np.shape(source)[1]:  # every item asked: its accuracy, as _exact_where_all_asked
+            estimate[b] = np.mean(y)
     scale = difficulty(estimate, unlike[:, None], np.array(budgets, dtype=float)[:, None])
     halfwidth = np.vstack([np.asarray(quantiles, dtype=float)[:, None] * scale, suite_quantile * scale.mean(axis=0)])
     low, high = clipped_interval(np.vstack([estimate, estimate.mean(axis=0)]), halfwidth)

@@ -268,3 +268,22 @@ def test_benchmarks_sharing_no_model_id_are_refused_by_name(tmp_path):
     np.save(tmp_path / "b.npy", b.values)  # its rows are model_0, model_1, ...; the CSV's m0, m1, ...
     with pytest.raises(TailoredBenchError, match="share no model id"):
         load_suite([_csv(a, tmp_path / "a.csv"), tmp_path / "b.npy"])
+
+
+def test_a_benchmark_whose_every_item_is_asked_gets_its_exact_accuracy_as_the_per_benchmark_method_does():
+    parts = synthetic_suite(n_models=40, n_items=30, n_benchmarks=2)
+    parts[1] = ResponseMatrix(parts[1].values[:, :10], models=parts[1].models)  # SYNTHETIC: 10 items, all asked
+    methods = ["tailoredbench", "tailored_plus", "random_regression"]
+    sim = simulate_suite(parts, methods, budget=10, runs=2, g_size=3)
+    whole = sim.results[sim.results["benchmark"] == "benchmark_1"]
+    np.testing.assert_allclose(whole["estimate"], whole["true"], atol=1e-12)
+    assert (whole["interval_low"] == whole["estimate"]).all() and (whole["interval_high"] == whole["estimate"]).all()
+    suite = load_suite(parts)
+    alone = simulate(Benchmark("b", suite.source[1], suite.target[1]), methods, [10], runs=2, g_size=3).results
+    for method in methods:
+        ours = sim.results.query("mode == 'independent' and method == @method and benchmark == 'benchmark_1'")
+        np.testing.assert_allclose(ours["estimate"], alone[alone["method"] == method]["estimate"], atol=1e-12)
+    found = simulate_suite_precision(parts, 0.001, ["tailored_plus"], max_budget=10, round_size=4, runs=1, g_size=3)
+    last = found.results[(found.results["items"] == 20) & (found.results["benchmark"] == "benchmark_1")]
+    assert len(last) and np.allclose(last["estimate"], last["true"])
+    assert (last["interval_high"] == last["estimate"]).all()

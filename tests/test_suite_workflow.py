@@ -341,3 +341,21 @@ def test_item_ids_that_are_one_doc_id_are_refused(tmp_path, capsys):
     frame.to_csv(files[1])
     assert main(["plan", "--suite", *files, "--g-size", "4", "--out", str(tmp_path / "plan")]) == 2
     assert "two item ids of gsm8k are the one doc_id 7" in capsys.readouterr().err
+
+
+def test_a_task_whose_every_item_is_asked_is_estimated_by_its_exact_accuracy():
+    from tailoredbench.stacking import COMPONENTS
+    from tailoredbench.suite import new_model_estimate, new_model_g_sets, new_model_probes
+
+    rng = np.random.default_rng(0)  # SYNTHETIC: two benchmarks of 12 items, every one asked of the new model
+    ability = rng.random(31)
+    values = [(rng.random((31, 12)) < ability[:, None]).astype(float) for _ in range(2)]
+    sources, new = [v[:30] for v in values], [v[30] for v in values]
+    g_sets = new_model_g_sets(sources, 3)
+    probes = new_model_probes(sources, g_sets, [y[g] for y, g in zip(new, g_sets, strict=True)], [12, 12])
+    weights = np.tile(np.eye(len(COMPONENTS))[COMPONENTS.index("local_regression")], (2, 1))  # not exact alone
+    done = new_model_estimate(
+        sources, probes, [y[p.items] for y, p in zip(new, probes, strict=True)], weights, [0.1] * 2, 0.1
+    )
+    np.testing.assert_allclose(done.estimate, [y.mean() for y in new])
+    assert (done.low <= done.estimate).all() and (done.estimate <= done.high).all()
