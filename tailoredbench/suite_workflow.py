@@ -179,11 +179,16 @@ class SuiteState:
 
 
 def is_suite_plan(folder: str | Path) -> bool:
-    """Whether ``folder`` holds a suite's plan (by its ``state.json``; a missing or broken one is not)."""
+    """Whether ``folder`` holds a suite's plan: by its ``state.json``, else (an interrupted plan) by a ``g_set.json``
+    of two or more tasks, so that its error names ``plan --suite``."""
     try:
         data = json.loads((Path(folder) / STATE).read_text(errors="replace"))
     except (OSError, json.JSONDecodeError):
-        return False
+        try:
+            g_sets = json.loads((Path(folder) / G_SET).read_text(errors="replace"))
+        except (OSError, json.JSONDecodeError):
+            return False
+        return isinstance(g_sets, dict) and len(g_sets) > 1
     return isinstance(data, dict) and "suite_state_format" in data
 
 

@@ -266,6 +266,15 @@ def test_a_plan_in_use_is_refused_and_an_interrupted_one_named(suite, capsys):
     assert f"'tailoredbench plan --suite ... --out {plan} --force'" in capsys.readouterr().err
 
 
+def test_an_interrupted_suite_plan_without_its_state_is_named_a_suite_plan(suite, capsys):
+    plan, _, _, first = suite
+    (plan / "state.json").unlink()  # the G-sets of every task remain
+    for command in (["plan", "--state", str(plan), "--budget", "10"], ["estimate", "--state", str(plan)]):
+        capsys.readouterr()
+        assert main([*command, "--samples", *first]) == 2
+        assert f"rerun 'tailoredbench plan --suite ... --out {plan} --force'" in capsys.readouterr().err
+
+
 def test_the_state_is_sealed_and_typed(suite, capsys):
     plan, _, _, first = suite
     assert main(["plan", "--state", str(plan), "--samples", *first, "--budget", "10"]) == 0
