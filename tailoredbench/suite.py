@@ -103,6 +103,19 @@ def _run(setup: _Setup, targets: Sequence[np.ndarray], key, mode: str, weights=N
                 out["tailored_plus"]["estimate"] = np.einsum("btc,bc->bt", parts, weights)
     if "random_regression" in methods:
         out["random_regression"] = _random_regression(setup, targets, key, joint=mode == "joint")
+    return _exact_where_all_asked(out, targets, setup.budgets)
+
+
+def _exact_where_all_asked(out: dict[str, dict], targets, budgets) -> dict[str, dict]:
+    """``out`` with each target's accuracy on a benchmark whose every item it was asked, whatever the method said
+    (as :func:`~tailoredbench.simulate.simulate` does); the estimates' last two axes are benchmarks x targets,
+    ``targets`` each benchmark's results of the targets on all its items."""
+    for found in out.values():
+        if found["estimate"] is None:
+            continue
+        for b, (target, budget) in enumerate(zip(targets, budgets, strict=True)):
+            if budget >= target.shape[1]:
+                found["estimate"][..., b, :] = target.mean(axis=1)
     return out
 
 
@@ -199,7 +212,9 @@ def calibrate(setup: _Setup, mode: str, seed: int, weights=None, level: float = 
     """Per joint method: each benchmark's conformal quantile and the suite mean's, from the sources, each
     playing a target once (a target's half-width is its quantile times its difficulty)."""
     n_sources = setup.sources[0].shape[0]
-    folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, INTERVAL_FOLDS, 1, seed)]
+    # as many folds as sources at most: an empty fold would hold no pseudo-target out
+    n_folds = min(INTERVAL_FOLDS, n_sources)
+    folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, n_folds, 1, seed)]
     done = _on_folds(setup, folds, mode, seed, rng.PSEUDO_RUN, weights)
     truth = np.hstack([t for t, _ in done])
     n_items = np.array(setup.budgets, dtype=float)
@@ -320,7 +335,9 @@ def simulate_suite(
     [['joint', 'tailoredbench'], ['joint', 'tailored_plus']]
     """
     if not isinstance(suite, Suite):
-        suite = load_suite(suite, max_models=max_models, seed=seed) if isinstance(suite, str) else load_suite(suite)
+        suite = load_suite(suite, max_models=max_models, seed=seed)
+    elif max_models is not None:  # a loaded suite's models are chosen already
+        raise TailoredBenchError("max_models applies to a suite loaded here; give load_suite(..., max_models=...)")
     methods = tuple(dict.fromkeys(methods))
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
@@ -505,6 +522,12 @@ def _rounds_run(setup: _Setup, targets, key, mode: str, weights=None, rounds=())
     if "tailored_plus" in setup.methods:
         estimate = None if weights is None else np.einsum("rbtc,bc->rbt", parts, weights)
         out["tailored_plus"] = {"estimate": estimate, "unlike": unlike, "components": parts}
+    for r, budgets in enumerate(rounds):
+        _exact_where_all_asked(
+            {m: {"estimate": found["estimate"][r]} for m, found in out.items() if found["estimate"] is not None},
+            targets,
+            budgets,
+        )
     return out
 
 
@@ -590,13 +613,15 @@ def simulate_suite_precision(
     targets = [m.values for m in suite.target]
     truth = np.array([t.mean(axis=1) for t in targets])
     n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
+    n_sources = setup.sources[0].shape[0]
+    interval_folds = min(INTERVAL_FOLDS, n_sources)  # no empty folds with fewer sources
     frames, rows, factors = [], [], {}
     with parallel_config(n_jobs=check_integer(n_jobs, "n_jobs", -1) or 1):
         for mode in modes:
             run = partial(_rounds_run, rounds=rounds)
             weights = None
             if "tailored_plus" in methods:
-                folds = folds_by_kept(setup.sources[0].shape[0], STACK_FOLDS, STACK_REPEATS, seed, rng.STACKING_FOLDS)
+                folds = folds_by_kept(n_sources, min(STACK_FOLDS, n_sources), STACK_REPEATS, seed, rng.STACKING_FOLDS)
                 done = _on_folds(setup, folds, mode, seed, rng.STACK_RUN, runner=run)
                 parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=2)
                 stack_truth = np.hstack([t for t, _ in done])
@@ -606,8 +631,7 @@ def simulate_suite_precision(
                         for b in range(len(setup.sources))
                     ]
                 )
-            n_sources = setup.sources[0].shape[0]
-            folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, INTERVAL_FOLDS, 1, seed)]
+            folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, interval_folds, 1, seed)]
             done = _on_folds(setup, folds, mode, seed, rng.PSEUDO_RUN, weights, runner=run)
             pseudo_truth = np.hstack([t for t, _ in done])
             outputs = Parallel()(delayed(run)(setup, targets, (seed, r), mode, weights) for r in range(runs))
@@ -832,6 +856,9 @@ def new_model_estimate(
     setup = _one_model(sources, budgets, len(probes[0].g_set), "manhattan")  # the probes' distance is spent
     _, unlike, parts = _read_probes(setup, probes, [np.asarray(y, dtype=float) for y in results], True)
     estimate = np.einsum("btc,bc->bt", parts[:, None, :], np.asarray(weights, dtype=float))
+    for b, (source, probe, y) in enumerate(zip(sources, probes, results, strict=True)):
+        if probe.budget >= np.shape(source)[1]:  # every item asked: its accuracy, as _exact_where_all_asked
+            estimate[b] = np.mean(y)
     scale = difficulty(estimate, unlike[:, None], np.array(budgets, dtype=float)[:, None])
     halfwidth = np.vstack([np.asarray(quantiles, dtype=float)[:, None] * scale, suite_quantile * scale.mean(axis=0)])
     low, high = clipped_interval(np.vstack([estimate, estimate.mean(axis=0)]), halfwidth)

@@ -179,11 +179,16 @@ class SuiteState:
 
 
 def is_suite_plan(folder: str | Path) -> bool:
-    """Whether ``folder`` holds a suite's plan (by its ``state.json``; a missing or broken one is not)."""
+    """Whether ``folder`` holds a suite's plan: by its ``state.json``, else (an interrupted plan) by a ``g_set.json``
+    of two or more tasks, so that its error names ``plan --suite``."""
     try:
         data = json.loads((Path(folder) / STATE).read_text(errors="replace"))
     except (OSError, json.JSONDecodeError):
-        return False
+        try:
+            g_sets = json.loads((Path(folder) / G_SET).read_text(errors="replace"))
+        except (OSError, json.JSONDecodeError):
+            return False
+        return isinstance(g_sets, dict) and len(g_sets) > 1
     return isinstance(data, dict) and "suite_state_format" in data
 
 
@@ -217,6 +222,9 @@ class _Sources:
                     f"item id {item!r} of {self.benchmarks[b]} is not an lm-eval doc_id (a whole number)"
                 )
             out.append(int(text))
+        if len(set(out)) != len(out):  # "7" and "07" would read one sample as two items' results
+            twice = next(d for d in out if out.count(d) > 1)
+            raise TailoredBenchError(f"two item ids of {self.benchmarks[b]} are the one doc_id {twice}")
         return tuple(out)
 
 
@@ -258,8 +266,8 @@ KNOWN_METRIC = {task: metric for pairs in LM_EVAL_TASKS.values() for task, metri
 
 
 def _tasks_and_metrics(suite: str, benchmarks, tasks, metrics) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The lm-eval task and metric of each benchmark: as given, else the registered suite's tasks (a custom suite's
-    benchmarks by name) and :data:`KNOWN_METRIC`."""
+    """The lm-eval task and metric of each benchmark: as given, else the registered suite's tasks and metrics (a
+    custom suite's benchmarks by name, read by :data:`KNOWN_METRIC`)."""
     tasks = tuple(tasks) if tasks else tuple(task for task, _ in LM_EVAL_TASKS.get(suite, ())) or tuple(benchmarks)
     n = len(benchmarks)
     if len(tasks) != n:
@@ -267,10 +275,20 @@ def _tasks_and_metrics(suite: str, benchmarks, tasks, metrics) -> tuple[tuple[st
             f"{len(tasks)} tasks for the {n} benchmarks of the suite ({', '.join(benchmarks)}): "
             "name one lm-eval task per benchmark, in that order"
         )
+    registered = tuple(task for task, _ in LM_EVAL_TASKS.get(suite, ()))
+    moved = [(given, b) for b, given in enumerate(tasks) if given in registered and registered[b] != given]
+    if moved:  # a known task of another benchmark would read its samples as this one's results
+        given, b = moved[0]
+        raise TailoredBenchError(
+            f"task {given!r} is {suite}'s task of {benchmarks[registered.index(given)]}, not of {benchmarks[b]}: "
+            f"name the tasks in the suite's order, {','.join(registered)}"
+        )
     repeated = sorted({t for t in tasks if tasks.count(t) > 1})
     if repeated or not all(isinstance(t, str) and t.strip() for t in tasks):
         raise TailoredBenchError(f"task {(repeated or [''])[0]!r} is named twice or empty; name each task once")
-    metrics = tuple(metrics) if metrics else tuple(KNOWN_METRIC.get(task, "acc") for task in tasks)
+    # a registered suite's matrix holds its own metric, whatever the task is named
+    known = [metric for _, metric in LM_EVAL_TASKS[suite]] if suite in LM_EVAL_TASKS else None
+    metrics = tuple(metrics) if metrics else tuple(known or (KNOWN_METRIC.get(task, "acc") for task in tasks))
     if len(metrics) != n:
         raise TailoredBenchError(f"{len(metrics)} metrics for {n} tasks: name one per task, in their order")
     for metric in metrics:

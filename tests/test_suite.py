@@ -244,3 +244,46 @@ def test_simulate_suite_precision_from_the_command_line(tmp_path, capsys):
     record = json.loads(capsys.readouterr().out)
     assert record["of"] == "every" and record["rounds"] == [8, 13, 18, 20] and record["mode"] == "joint"
     assert {"items_mean", "items_p90", "precision_met", "mae", "suite_mae", "coverage", "factor"} <= set(record)
+
+
+def test_a_suite_of_fewer_than_twenty_models_calibrates_on_fewer_folds_instead_of_crashing():
+    parts = synthetic_suite(n_models=12, n_items=20, n_benchmarks=2)  # 6 sources: fewer than the 10 interval folds
+    sim = simulate_suite(parts, ["tailoredbench", "tailored_plus"], budget=6, runs=1, g_size=3)
+    found = simulate_suite_precision(parts, 0.1, ["tailored_plus"], max_budget=12, round_size=3, runs=1, g_size=3)
+    for r in (sim.results, found.results):
+        assert r["estimate"].notna().all() and r["estimate"].between(0, 1).all()
+        assert ((r["interval_low"] <= r["estimate"]) & (r["estimate"] <= r["interval_high"])).all()
+
+
+def test_max_models_subsamples_a_suite_of_matrices_and_is_refused_for_a_loaded_one():
+    parts = synthetic_suite(n_models=40, n_items=20, n_benchmarks=2)
+    sim = simulate_suite(parts, ["random"], budget=6, runs=1, max_models=10)
+    assert sim.suite["n_source"] + sim.suite["n_target"] == 10 and sim.suite["max_models"] == 10
+    with pytest.raises(TailoredBenchError, match="max_models applies to a suite loaded here"):
+        simulate_suite(load_suite(parts), ["random"], budget=6, runs=1, max_models=10)
+
+
+def test_benchmarks_sharing_no_model_id_are_refused_by_name(tmp_path):
+    a, b = synthetic_suite(n_benchmarks=2)
+    np.save(tmp_path / "b.npy", b.values)  # its rows are model_0, model_1, ...; the CSV's m0, m1, ...
+    with pytest.raises(TailoredBenchError, match="share no model id"):
+        load_suite([_csv(a, tmp_path / "a.csv"), tmp_path / "b.npy"])
+
+
+def test_a_benchmark_whose_every_item_is_asked_gets_its_exact_accuracy_as_the_per_benchmark_method_does():
+    parts = synthetic_suite(n_models=40, n_items=30, n_benchmarks=2)
+    parts[1] = ResponseMatrix(parts[1].values[:, :10], models=parts[1].models)  # SYNTHETIC: 10 items, all asked
+    methods = ["tailoredbench", "tailored_plus", "random_regression"]
+    sim = simulate_suite(parts, methods, budget=10, runs=2, g_size=3)
+    whole = sim.results[sim.results["benchmark"] == "benchmark_1"]
+    np.testing.assert_allclose(whole["estimate"], whole["true"], atol=1e-12)
+    assert (whole["interval_low"] == whole["estimate"]).all() and (whole["interval_high"] == whole["estimate"]).all()
+    suite = load_suite(parts)
+    alone = simulate(Benchmark("b", suite.source[1], suite.target[1]), methods, [10], runs=2, g_size=3).results
+    for method in methods:
+        ours = sim.results.query("mode == 'independent' and method == @method and benchmark == 'benchmark_1'")
+        np.testing.assert_allclose(ours["estimate"], alone[alone["method"] == method]["estimate"], atol=1e-12)
+    found = simulate_suite_precision(parts, 0.001, ["tailored_plus"], max_budget=10, round_size=4, runs=1, g_size=3)
+    last = found.results[(found.results["items"] == 20) & (found.results["benchmark"] == "benchmark_1")]
+    assert len(last) and np.allclose(last["estimate"], last["true"])
+    assert (last["interval_high"] == last["estimate"]).all()

@@ -266,6 +266,15 @@ def test_a_plan_in_use_is_refused_and_an_interrupted_one_named(suite, capsys):
     assert f"'tailoredbench plan --suite ... --out {plan} --force'" in capsys.readouterr().err
 
 
+def test_an_interrupted_suite_plan_without_its_state_is_named_a_suite_plan(suite, capsys):
+    plan, _, _, first = suite
+    (plan / "state.json").unlink()  # the G-sets of every task remain
+    for command in (["plan", "--state", str(plan), "--budget", "10"], ["estimate", "--state", str(plan)]):
+        capsys.readouterr()
+        assert main([*command, "--samples", *first]) == 2
+        assert f"rerun 'tailoredbench plan --suite ... --out {plan} --force'" in capsys.readouterr().err
+
+
 def test_the_state_is_sealed_and_typed(suite, capsys):
     plan, _, _, first = suite
     assert main(["plan", "--state", str(plan), "--samples", *first, "--budget", "10"]) == 0
@@ -305,6 +314,17 @@ def test_open_llm_tiny_plans_its_five_lm_eval_tasks_by_doc_id(tmp_path, capsys):
     )
 
 
+def test_open_llm_tiny_refuses_its_tasks_out_of_order_and_keeps_its_metrics_for_renamed_tasks(tmp_path, capsys):
+    swapped = "gsm8k,arc_challenge,hellaswag,truthfulqa_mc2,winogrande"
+    assert main(["plan", "--suite", "open_llm_tiny", "--tasks", swapped, "--out", str(tmp_path / "a")]) == 2
+    assert "task 'gsm8k' is open_llm_tiny's task of gsm8k, not of arc" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
+    renamed = "arc_challenge_25shot,gsm8k,hellaswag,truthfulqa_mc2,winogrande"
+    assert main(["plan", "--suite", "open_llm_tiny", "--tasks", renamed, "--out", str(tmp_path / "b")]) == 0
+    state = read_suite_state(tmp_path / "b")
+    assert state.metrics == ("acc_norm", "exact_match,strict-match", "acc_norm", "acc>0.5", "acc")
+
+
 @pytest.mark.slow
 def test_open_llm_tiny_evaluates_a_held_out_model(tmp_path):
     """A target model of the registered split, from its recorded answers: every estimate near its accuracy."""
@@ -321,3 +341,30 @@ def test_open_llm_tiny_evaluates_a_held_out_model(tmp_path):
     assert done["items"] == 100
     assert abs(done["suite_mean"]["estimate"] - np.mean(truth)) < 0.1
     assert all(abs(b["estimate"] - t) < 0.25 for b, t in zip(done["benchmarks"], truth, strict=True))
+
+
+def test_item_ids_that_are_one_doc_id_are_refused(tmp_path, capsys):
+    files, _ = synthetic(tmp_path)
+    frame = pd.read_csv(files[1], index_col=0)
+    frame.columns = ["07", "7", *frame.columns[2:]]  # SYNTHETIC: one lm-eval doc_id written two ways
+    frame.to_csv(files[1])
+    assert main(["plan", "--suite", *files, "--g-size", "4", "--out", str(tmp_path / "plan")]) == 2
+    assert "two item ids of gsm8k are the one doc_id 7" in capsys.readouterr().err
+
+
+def test_a_task_whose_every_item_is_asked_is_estimated_by_its_exact_accuracy():
+    from tailoredbench.stacking import COMPONENTS
+    from tailoredbench.suite import new_model_estimate, new_model_g_sets, new_model_probes
+
+    rng = np.random.default_rng(0)  # SYNTHETIC: two benchmarks of 12 items, every one asked of the new model
+    ability = rng.random(31)
+    values = [(rng.random((31, 12)) < ability[:, None]).astype(float) for _ in range(2)]
+    sources, new = [v[:30] for v in values], [v[30] for v in values]
+    g_sets = new_model_g_sets(sources, 3)
+    probes = new_model_probes(sources, g_sets, [y[g] for y, g in zip(new, g_sets, strict=True)], [12, 12])
+    weights = np.tile(np.eye(len(COMPONENTS))[COMPONENTS.index("local_regression")], (2, 1))  # not exact alone
+    done = new_model_estimate(
+        sources, probes, [y[p.items] for y, p in zip(new, probes, strict=True)], weights, [0.1] * 2, 0.1
+    )
+    np.testing.assert_allclose(done.estimate, [y.mean() for y in new])
+    assert (done.low <= done.estimate).all() and (done.estimate <= done.high).all()

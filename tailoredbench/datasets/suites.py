@@ -83,6 +83,11 @@ def align(matrices: Sequence[ResponseMatrix]) -> tuple[list[ResponseMatrix], int
     """
     common = set.intersection(*(set(m.models) for m in matrices))
     order = [model for model in matrices[0].models if model in common]
+    if not order:  # else an empty matrix's error, which names neither the cause nor the files
+        raise TailoredBenchError(
+            "the suite's benchmarks share no model id (a .npy file's rows are model_0, model_1, ...: "
+            "mix it only with CSVs whose models are so named, or give every benchmark as .npy)"
+        )
     aligned = []
     for matrix in matrices:
         row = {model: i for i, model in enumerate(matrix.models)}
