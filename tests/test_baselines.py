@@ -202,3 +202,13 @@ def test_anchor_points_on_items_all_sources_answer_alike():
         for run in range(10)
     ]
     assert np.mean(errors) < 0.1  # 0.058; 0.31 when every constant item joined the first medoid
+
+
+def test_gp_irt_on_too_few_sources_is_a_one_line_error():
+    from tailoredbench.errors import TailoredBenchError
+    from tailoredbench.simulate import simulate
+
+    rng = np.random.default_rng(4)
+    matrix = (rng.random((6, 40)) < rng.random(6)[:, None]).astype(float)  # SYNTHETIC: 3 sources, 3 targets
+    with pytest.raises(TailoredBenchError, match="gp_irt needs at least 4 source models"):
+        simulate((matrix[::2], matrix[1::2]), ["gp_irt"], [10], runs=1, interval=0.9)

@@ -26,10 +26,13 @@ from threadpoolctl import threadpool_limits
 
 from .. import rng, run_cache
 from ..cache import cache_dir, load_cached, store_cached
+from ..errors import TailoredBenchError
 from .base import Method, each_run
 from .irt import PRIOR, IRTModel, cache_entry, fit_abilities, fit_irt
 
 DIMENSIONS = (2, 5, 10)
+#: The fewest source models gp-IRT is fitted on: two held out to choose its dimension, two to fit.
+MIN_SOURCES = 4
 #: Prior precisions of a new model's ability tried on held-out sources; 0 is maximum likelihood (tinyBenchmarks).
 ABILITY_PRIORS = (0.0, 0.01, 0.1, 1.0)
 #: KMeans starts per anchor choice (the best by inertia is kept).
@@ -136,6 +139,11 @@ def _select(source: np.ndarray, budgets) -> tuple[int, float, dict[int, float], 
 
 def prepare(source: np.ndarray, budgets) -> dict:
     """Fit (or load from the cache) the IRT model, its dimension and the lambda inputs."""
+    if source.shape[0] < MIN_SOURCES:  # the validation split keeps 2 sources, the fit needs some left
+        raise TailoredBenchError(
+            f"gp_irt needs at least {MIN_SOURCES} source models to fit and validate its IRT model, got "
+            f"{source.shape[0]} (an interval's calibration fits it on all sources but a fold)"
+        )
     budgets = sorted(int(b) for b in budgets)
     path, key = _cache_entry(source, budgets)
     cached = load_cached(path, key=key, check=_fits(source.shape, budgets))
