@@ -895,7 +895,7 @@ def plot_suite_gains(gains: Mapping[str, pd.DataFrame], path: str | Path, titles
                     textcoords="offset points",
                     ha="center",
                     va="top",
-                    fontsize=8,
+                    fontsize=9,
                     rotation=90,
                     color=NEUTRAL if tie else edge,
                     style="italic" if tie else "normal",
@@ -908,14 +908,15 @@ def plot_suite_gains(gains: Mapping[str, pd.DataFrame], path: str | Path, titles
         ax.yaxis.set_major_locator(FixedLocator(ticks))
         ax.yaxis.set_minor_locator(NullLocator())
         ax.set_xticks(range(len(groups[suite])), groups[suite], fontsize=9, rotation=20)
+        ax.set_xlabel("benchmark", fontsize=10)
         ax.set_xlim(-0.6, len(groups[suite]) - 0.4)
         if "suite mean" in groups[suite]:  # the suite mean is no benchmark: set apart
             ax.axvline(groups[suite].index("suite mean") - 0.5, color=NEUTRAL, lw=1, ls=":")
         ax.grid(axis="x", visible=False)
         ax.yaxis.set_major_formatter(FormatStrFormatter("%.3f"))
-        ax.tick_params(axis="y", labelsize=8)
+        ax.tick_params(axis="y", labelsize=9)
         ax.set_title((titles or {}).get(suite, suite), fontsize=11)
-    axes[0][0].set_ylabel("MAE (log scale, ± s.e. over runs)")
+    axes[0][0].set_ylabel("MAE on the targets (log scale, ± s.e. over runs)")
     line = plt.Line2D
     handles = [
         line([], [], color=method_colour(m), marker=method_marker(m), mec=method_edge(m), lw=1.6) for m in methods

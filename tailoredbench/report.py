@@ -862,7 +862,7 @@ def suite_provenance(record: Mapping) -> pd.DataFrame:
             )
         )
         if name in record.get("seconds", {}):
-            rows.append(("seconds", f"{record['seconds'][name]:.0f} for every method and mode"))
+            rows.append(("seconds", f"{record['seconds'][name]:.0f} to load it and run every method in both modes"))
     parameters = record["parameters"]
     rows += [
         ("runs, seed, workers", f"{parameters['runs']}, {parameters['seed']}, {parameters['jobs']}"),

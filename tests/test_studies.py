@@ -465,3 +465,22 @@ def test_suite_takeaway_is_at_most_three_sentences_of_at_most_300_characters():
     assert studies.suite_takeaway({"one": summary[summary["method"] == "random_regression"]}, {}) == [
         "TailoredBench+ was not run in both modes, so the joint plan is not compared with the independent one here."
     ]
+
+
+def test_gains_reading_says_why_ties_are_ties_and_the_figure_reading_sets_no_goal():
+    gains = pd.DataFrame(
+        {
+            "method": ["tailored_plus"] * 2,
+            "benchmark": ["a", "b"],
+            "ratio": [0.9, 0.97],
+            "difference": [-0.003, -0.001],
+            "difference_se": [0.002, 0.0015],
+            "verdict": ["tie", "tie"],
+        }
+    )
+    predicted = pd.DataFrame({"benchmark": ["a", "b"], "mean_r": [0.5, 0.5], "r2": [0.25, 0.25]})
+    text = studies.gains_reading(gains, predicted, "s")
+    assert "lower in 2 of the 2 (benchmark, method) pairs" in text
+    assert "(0.0010 to 0.0030) are each within two of their standard errors across targets (0.0015 to 0.0020)" in text
+    figure = studies.gains_figure_reading({"s": gains})
+    assert "goal" not in figure and figure.endswith("0 ratios are 0.80 or below and 1 above 0.95 (1 a tie).")
