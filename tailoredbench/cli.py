@@ -26,8 +26,16 @@ from .errors import TailoredBenchError
 from .methods import METHODS
 from .sequential import ATLAS, MAX_BUDGET, ROUND_SIZE, check_precision, simulate_rounds, stop, stop_atlas
 from .simulate import simulate
+from .suite import ROUND_METHODS as SUITE_ROUND_METHODS
 from .suite import simulate_suite, simulate_suite_precision
-from .suite_workflow import estimate_suite, is_suite_plan, plan_suite_g_set, plan_suite_n_set
+from .suite_workflow import (
+    SuiteNSet,
+    estimate_suite,
+    is_suite_plan,
+    plan_suite_g_set,
+    plan_suite_n_set,
+    plan_suite_round,
+)
 from .workflow import (
     G_SET,
     N_SET,
@@ -201,9 +209,17 @@ def _build_parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "--method",
         help=f"with --precision: whose rounds, {' or '.join(ROUND_METHODS)} (default tailoredbench; "
-        "fluid: the items of highest Fisher information at the model's ability so far)",
+        "fluid: the items of highest Fisher information at the model's ability so far); for a suite, "
+        f"{' or '.join(SUITE_ROUND_METHODS)} (default {SUITE_ROUND_METHODS[0]})",
     )
-    plan.add_argument("--jobs", type=_positive_int, help="with a suite's --budget: workers fitting its weights")
+    plan.add_argument(
+        "--precision-of",
+        choices=["every", "mean"],
+        help="with a suite's --precision: every benchmark's interval (the default) or the suite mean's",
+    )
+    plan.add_argument(
+        "--jobs", type=_positive_int, help="with a suite's --budget or first --precision: workers fitting its weights"
+    )
     plan.add_argument("--force", action="store_true", help="replace a plan (or an N-set) already in the folder")
 
     est = sub.add_parser("estimate", help="estimate a new model's accuracy from its samples on the planned items")
@@ -525,7 +541,12 @@ def _simulate_precision(args, bench, common) -> int:
 def _plan(args) -> int:
     if args.suite or (args.state and is_suite_plan(args.state)):
         return _plan_suite(args)
-    suite_only = (("--tasks", args.tasks), ("--metrics", args.metrics), ("--jobs", args.jobs))
+    suite_only = (
+        ("--tasks", args.tasks),
+        ("--metrics", args.metrics),
+        ("--jobs", args.jobs),
+        ("--precision-of", args.precision_of),
+    )
     given = [flag for flag, value in suite_only if value]
     if given:
         raise TailoredBenchError(f"{given[0]} applies to a suite's plan only")
@@ -566,25 +587,24 @@ def _plan(args) -> int:
 
 
 def _plan_suite(args) -> int:
-    """``plan --suite`` (step 1) and ``plan --state`` on a suite's plan (step 2)."""
-    refused = [
-        flag
-        for flag, value in (
-            ("--task", args.task),
-            ("--metric", args.metric),
-            ("--precision", args.precision),
-            ("--max-budget", args.max_budget),
-            ("--round-size", args.round_size),
-            ("--method", args.method),
-        )
-        if value is not None
-    ]
+    """``plan --suite`` (step 1), and ``plan --state`` on a suite's plan: step 2 or the precision mode's rounds."""
+    refused = [flag for flag, value in (("--task", args.task), ("--metric", args.metric)) if value is not None]
     if refused:
-        hint = {"--task": "; name them with --tasks", "--metric": "; name them with --metrics"}.get(refused[0], "")
+        hint = {"--task": "; name them with --tasks", "--metric": "; name them with --metrics"}[refused[0]]
         raise TailoredBenchError(f"{refused[0]} does not apply to a suite's plan{hint}")
+    rounds_only = (
+        ("--max-budget", args.max_budget),
+        ("--round-size", args.round_size),
+        ("--method", args.method),
+        ("--precision-of", args.precision_of),
+    )
     if args.suite:
-        if args.budget:
-            raise TailoredBenchError("--budget goes with plan --state, after the G-sets' lm-eval run")
+        if args.budget or args.precision is not None:
+            flag = "--budget" if args.budget else "--precision"
+            raise TailoredBenchError(f"{flag} goes with plan --state, after the G-sets' lm-eval run")
+        given = [flag for flag, value in rounds_only if value is not None]
+        if given:
+            raise TailoredBenchError(f"{given[0]} goes with plan --state --precision, after the G-sets' lm-eval run")
         if args.jobs:
             raise TailoredBenchError("--jobs goes with plan --state --budget, where the weights are fitted")
         if not args.out:
@@ -606,13 +626,24 @@ def _plan_suite(args) -> int:
         return 0
     if args.tasks or args.metrics:
         raise TailoredBenchError(f"{'--tasks' if args.tasks else '--metrics'} goes with plan --suite")
+    if args.precision is not None:
+        if args.budget:
+            raise TailoredBenchError("give --precision or --budget, not both")
+        if not args.samples:
+            raise TailoredBenchError("plan --state --precision needs --samples FILE... (the G-sets' and every round's)")
+        return _plan_suite_round(args)
+    given = [flag for flag, value in rounds_only if value is not None]
+    if given:
+        raise TailoredBenchError(f"{given[0]} applies with --precision only")
     if not args.samples or not args.budget:
-        raise TailoredBenchError("plan --state needs --samples FILE... (every task's) and --budget N per benchmark")
+        raise TailoredBenchError(
+            "plan --state needs --samples FILE... (every task's) and --budget N per benchmark (or --precision P)"
+        )
     state = plan_suite_n_set(
         args.state, args.samples, args.budget, seed=args.seed, force=args.force, n_jobs=args.jobs or 1
     )
     step = state.step
-    assert step is not None  # plan_suite_n_set's step
+    assert isinstance(step, SuiteNSet)  # plan_suite_n_set's step
     print(
         f"wrote {args.state}/{N_SET}: the N-sets, {step.budget - state.g_size} more items of each of "
         f"{len(state.tasks)} tasks ({len(step.native_sources)} native source models)"
@@ -621,6 +652,40 @@ def _plan_suite(args) -> int:
         f"next: lm-eval run ... --tasks {','.join(state.tasks)} --samples {args.state}/{N_SET} --log_samples "
         "--output_path OUT"
     )
+    return 0
+
+
+def _plan_suite_round(args) -> int:
+    """``plan --state --precision`` on a suite's plan: the next round of every task, or that it is done."""
+    done = plan_suite_round(
+        args.state,
+        args.samples,
+        args.precision,
+        of=args.precision_of or "every",
+        max_budget=args.max_budget,
+        round_size=args.round_size or ROUND_SIZE,
+        method=args.method or SUITE_ROUND_METHODS[0],
+        seed=args.seed,
+        force=args.force,
+        n_jobs=args.jobs or 1,
+    )
+    tasks = [b["task"] for b in done.get("benchmarks", [])]
+    watched = "the suite mean's interval" if done["precision_of"] == "mean" else "every benchmark's interval"
+    if "suite_mean" in done:
+        mean = done["suite_mean"]
+        print(
+            f"after {done['items']} items of each of {len(tasks)} tasks: suite mean {mean['estimate']:.4f}, "
+            f"90% interval {mean['interval_low']:.4f}-{mean['interval_high']:.4f} "
+            f"(requested +-{done['precision']} on {watched})"
+        )
+        wide = [b["task"] for b in done["benchmarks"] if b["halfwidth"] > done["precision"]]
+        if wide and done["precision_of"] == "every":
+            print("  still wider: " + ", ".join(wide))
+    if done["file"]:
+        print(f"wrote {done['file']}: round {done['round']}, up to {args.round_size or ROUND_SIZE} more items a task")
+        print(f"next: lm-eval run ... --samples {done['file']} --log_samples, then plan again with every samples file")
+    else:
+        print(f"{done['status']}: run 'tailoredbench estimate --state {args.state} --samples ...'")
     return 0
 
 
@@ -666,6 +731,9 @@ def _estimate(args) -> int:
     return 0
 
 
+_SUITE_METHOD = {"tailored_plus": "TailoredBench+", "tailoredbench": "TailoredBench"}
+
+
 def _estimate_suite(args) -> int:
     result = estimate_suite(args.state, args.samples, seed=args.seed)
     if args.json:
@@ -673,13 +741,15 @@ def _estimate_suite(args) -> int:
         return 0
     level = f"{result['interval_level']:.0%}"
     print(
-        f"estimated accuracy (TailoredBench+, joint) from {result['budget']} items of each of "
+        f"estimated accuracy ({_SUITE_METHOD[result['method']]}, joint) from {result['budget']} items of each of "
         f"{len(result['benchmarks'])} tasks, with {level} intervals:"
     )
     rows = [(b["task"], b) for b in result["benchmarks"]] + [("suite mean", result["suite_mean"])]
     width = max(len(name) for name, _ in rows)
     for name, row in rows:
         print(f"  {name:<{width}}  {row['estimate']:.4f}  {row['interval_low']:.4f}-{row['interval_high']:.4f}")
+    if "precision" in result:
+        print(f"{result['status']} (requested +-{result['precision']} on {result['precision_of']})")
     print(f"{result['native_sources']} native source models")
     return 0
 

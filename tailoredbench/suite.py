@@ -510,12 +510,9 @@ def _rounds_run(setup: _Setup, targets, key, mode: str, weights=None, rounds=())
     calibrated, unlike = np.empty((n_rounds, n_bench, n_targets)), np.empty((n_rounds, n_bench, n_targets))
     parts = np.full((n_rounds, n_bench, n_targets, len(COMPONENTS)), np.nan)
     for t in range(n_targets):
-        asked = None
-        for r, budgets in enumerate(rounds):
-            probes = _probes(setup, g_sets, [rows[t] for rows in native], key, t, budgets, asked)
+        for r, probes in enumerate(_round_probes(setup, g_sets, [rows[t] for rows in native], key, t, rounds)):
             results = [y[t, p.items] for y, p in zip(targets, probes, strict=True)]
             calibrated[r, :, t], unlike[r, :, t], parts[r, :, t] = _read_probes(setup, probes, results, joint, accuracy)
-            asked = [p.n_set for p in probes]
     out: dict[str, dict] = {}
     if "tailoredbench" in setup.methods:
         out["tailoredbench"] = {"estimate": calibrated, "unlike": unlike}
@@ -531,13 +528,26 @@ def _rounds_run(setup: _Setup, targets, key, mode: str, weights=None, rounds=())
     return out
 
 
-def round_budgets_of(suite: Suite, g_size: int, round_size: int, max_budget: int | None) -> tuple[tuple[int, ...], ...]:
+def _round_probes(setup: _Setup, g_sets, native_rows, key, t: int, rounds):
+    """Yield target ``t``'s probe on every benchmark after each round, each round's extending the one before."""
+    asked = None
+    for budgets in rounds:
+        probes = _probes(setup, g_sets, native_rows, key, t, budgets, asked)
+        yield probes
+        asked = [p.n_set for p in probes]
+
+
+def round_budgets_of(
+    suite: Suite | Sequence[int], g_size: int, round_size: int, max_budget: int | None
+) -> tuple[tuple[int, ...], ...]:
     """Each round's items per benchmark: ``g_size + round_size``, ``+ 2 round_size``, ... up to ``max_budget``
-    (by default the smallest benchmark's item count), the same on every benchmark."""
-    largest = min(suite.n_items) if max_budget is None else check_integer(max_budget, "max budget", 1)
-    if largest > min(suite.n_items):
-        raise TailoredBenchError(f"the maximum budget {largest} exceeds the item count {min(suite.n_items)}")
-    return tuple((b,) * len(suite.n_items) for b in round_budgets(g_size, round_size, largest))
+    (by default the smallest benchmark's item count), the same on every benchmark. ``suite``: a suite or its
+    benchmarks' item counts."""
+    n_items = suite.n_items if isinstance(suite, Suite) else tuple(int(n) for n in suite)
+    largest = min(n_items) if max_budget is None else check_integer(max_budget, "max budget", 1)
+    if largest > min(n_items):
+        raise TailoredBenchError(f"the maximum budget {largest} exceeds the item count {min(n_items)}")
+    return tuple((b,) * len(n_items) for b in round_budgets(g_size, round_size, largest))
 
 
 def stopping_factor(errors: np.ndarray, scales: np.ndarray, precision: float, level: float = LEVEL) -> float:
@@ -559,6 +569,95 @@ def stopping_factor(errors: np.ndarray, scales: np.ndarray, precision: float, le
             break
         factor = round(factor + FACTOR_STEP, 10)
     return factor
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """Where :meth:`RoundsRule.stop` stops each target, and its estimates and half-widths there."""
+
+    at: np.ndarray  # per target: the index of the round it stops at
+    met: np.ndarray  # per target: whether the watched intervals are at most the precision there
+    estimate: np.ndarray  # benchmarks x targets
+    half: np.ndarray  # benchmarks x targets: each benchmark's half-width
+    mean: np.ndarray  # per target: the suite mean's estimate
+    half_mean: np.ndarray  # per target: the suite mean's half-width
+
+
+@dataclass(frozen=True)
+class RoundsRule:
+    """The suite's precision mode's rule, calibrated on the sources: after round ``r`` a benchmark's half-width is
+    ``factor * q[r, b]`` times the target's difficulty, the suite mean's ``factor * q_mean[r]`` times its mean
+    difficulty; a target stops at the first round whose watched intervals (``of``) are at most ``precision``."""
+
+    q: np.ndarray  # rounds x benchmarks
+    q_mean: np.ndarray  # rounds
+    factor: float
+    precision: float
+    of: str
+
+    def stop(self, estimate: np.ndarray, unlike: np.ndarray, n_items: np.ndarray) -> Stopped:
+        """Each target's stop among the rounds given (rounds x benchmarks x targets; a first part of the rounds is
+        enough): the first whose watched intervals are at most the precision, else the last given."""
+        n_rounds = len(estimate)
+        s = difficulty(estimate, unlike, n_items[:n_rounds])
+        half = self.factor * self.q[:n_rounds, :, None] * s
+        half_mean = self.factor * self.q_mean[:n_rounds, None] * s.mean(axis=1)
+        watched = half if self.of == "every" else half_mean[:, None, :]
+        stop = stopping_round(watched.max(axis=1).T, self.precision)
+        columns = np.arange(estimate.shape[2])
+        met = watched.max(axis=1)[stop, columns] <= self.precision
+        chosen, chosen_half = estimate[stop, :, columns].T, half[stop, :, columns].T
+        return Stopped(stop, met, chosen, chosen_half, chosen.mean(axis=0), half_mean[stop, columns])
+
+
+def calibrate_rounds(
+    setup: _Setup, mode: str, seed: int, rounds, precision: float, of: str, level: float = LEVEL
+) -> tuple[np.ndarray | None, dict[str, RoundsRule]]:
+    """TailoredBench+'s weights over all ``rounds`` (None without it) and each method's :class:`RoundsRule`, fitted on
+    the sources playing targets: each round's conformal quantiles, then the factor of :func:`stopping_factor`."""
+    run = partial(_rounds_run, rounds=rounds)
+    n_sources = setup.sources[0].shape[0]
+    n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
+    weights = None
+    if "tailored_plus" in setup.methods:
+        folds = folds_by_kept(n_sources, min(STACK_FOLDS, n_sources), STACK_REPEATS, seed, rng.STACKING_FOLDS)
+        done = _on_folds(setup, folds, mode, seed, rng.STACK_RUN, runner=run)
+        parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=2)
+        stack_truth = np.hstack([t for t, _ in done])
+        weights = np.array(
+            [
+                simplex_weights(parts[:, b].reshape(-1, len(COMPONENTS)), np.tile(stack_truth[b], len(rounds)))
+                for b in range(len(setup.sources))
+            ]
+        )
+    interval_folds = min(INTERVAL_FOLDS, n_sources)  # no empty folds with fewer sources
+    folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, interval_folds, 1, seed)]
+    done = _on_folds(setup, folds, mode, seed, rng.PSEUDO_RUN, weights, runner=run)
+    pseudo_truth = np.hstack([t for t, _ in done])
+    rules = {}
+    for method in setup.methods:
+        estimate = np.concatenate([out[method]["estimate"] for _, out in done], axis=2)
+        scale = difficulty(estimate, np.concatenate([out[method]["unlike"] for _, out in done], axis=2), n_items)
+        errors = np.abs(estimate - pseudo_truth)
+        q = np.array(
+            [
+                [conformal_halfwidth(errors[r, b] / scale[r, b], level) for b in range(errors.shape[1])]
+                for r in range(len(rounds))
+            ]
+        )
+        scales = q[:, :, None] * scale
+        mean_errors = np.abs(estimate.mean(axis=1) - pseudo_truth.mean(axis=0))[:, None, :]
+        mean_scale = scale.mean(axis=1)[:, None, :]
+        q_mean = np.array(
+            [conformal_halfwidth(mean_errors[r, 0] / mean_scale[r, 0], level) for r in range(len(rounds))]
+        )
+        mean_scales = q_mean[:, None, None] * mean_scale
+        if of == "every":
+            factor = stopping_factor(errors, scales, precision, level)
+        else:
+            factor = stopping_factor(mean_errors, mean_scales, precision, level)
+        rules[method] = RoundsRule(q, q_mean, factor, precision, of)
+    return weights, rules
 
 
 def simulate_suite_precision(
@@ -613,65 +712,19 @@ def simulate_suite_precision(
     targets = [m.values for m in suite.target]
     truth = np.array([t.mean(axis=1) for t in targets])
     n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
-    n_sources = setup.sources[0].shape[0]
-    interval_folds = min(INTERVAL_FOLDS, n_sources)  # no empty folds with fewer sources
     frames, rows, factors = [], [], {}
     with parallel_config(n_jobs=check_integer(n_jobs, "n_jobs", -1) or 1):
         for mode in modes:
+            weights, rules = calibrate_rounds(setup, mode, seed, rounds, precision, of, level)
             run = partial(_rounds_run, rounds=rounds)
-            weights = None
-            if "tailored_plus" in methods:
-                folds = folds_by_kept(n_sources, min(STACK_FOLDS, n_sources), STACK_REPEATS, seed, rng.STACKING_FOLDS)
-                done = _on_folds(setup, folds, mode, seed, rng.STACK_RUN, runner=run)
-                parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=2)
-                stack_truth = np.hstack([t for t, _ in done])
-                weights = np.array(
-                    [
-                        simplex_weights(parts[:, b].reshape(-1, len(COMPONENTS)), np.tile(stack_truth[b], len(rounds)))
-                        for b in range(len(setup.sources))
-                    ]
-                )
-            folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, interval_folds, 1, seed)]
-            done = _on_folds(setup, folds, mode, seed, rng.PSEUDO_RUN, weights, runner=run)
-            pseudo_truth = np.hstack([t for t, _ in done])
             outputs = Parallel()(delayed(run)(setup, targets, (seed, r), mode, weights) for r in range(runs))
             for method in methods:
-                estimate = np.concatenate([out[method]["estimate"] for _, out in done], axis=2)
-                scale = difficulty(
-                    estimate, np.concatenate([out[method]["unlike"] for _, out in done], axis=2), n_items
-                )
-                errors = np.abs(estimate - pseudo_truth)
-                q = np.array(
-                    [
-                        [conformal_halfwidth(errors[r, b] / scale[r, b], level) for b in range(errors.shape[1])]
-                        for r in range(len(rounds))
-                    ]
-                )
-                scales = q[:, :, None] * scale
-                mean_errors = np.abs(estimate.mean(axis=1) - pseudo_truth.mean(axis=0))[:, None, :]
-                mean_scale = scale.mean(axis=1)[:, None, :]
-                q_mean = np.array(
-                    [conformal_halfwidth(mean_errors[r, 0] / mean_scale[r, 0], level) for r in range(len(rounds))]
-                )
-                mean_scales = q_mean[:, None, None] * mean_scale
-                if of == "every":
-                    factor = stopping_factor(errors, scales, precision, level)
-                else:
-                    factor = stopping_factor(mean_errors, mean_scales, precision, level)
-                factors[mode, method] = factor
+                rule = rules[method]
+                factors[mode, method] = rule.factor
                 for r, out in enumerate(outputs):
-                    est = out[method]["estimate"]
-                    s = difficulty(est, out[method]["unlike"], n_items)
-                    half = factor * q[:, :, None] * s
-                    half_mean = factor * q_mean[:, None] * s.mean(axis=1)
-                    watched = half if of == "every" else half_mean[:, None, :]
-                    stop = stopping_round(watched.max(axis=1).T, precision)
-                    columns = np.arange(est.shape[2])
-                    met = watched.max(axis=1)[stop, columns] <= precision
-                    chosen, chosen_half = est[stop, :, columns].T, half[stop, :, columns].T
-                    chosen_mean, chosen_half_mean = chosen.mean(axis=0), half_mean[stop, columns]
+                    stopped = rule.stop(out[method]["estimate"], out[method]["unlike"], n_items)
                     low, high = clipped_interval(
-                        np.vstack([chosen, chosen_mean]), np.vstack([chosen_half, chosen_half_mean])
+                        np.vstack([stopped.estimate, stopped.mean]), np.vstack([stopped.half, stopped.half_mean])
                     )
                     names = [*suite.benchmarks, SUITE_MEAN]
                     models = list(suite.target[0].models)
@@ -684,11 +737,11 @@ def simulate_suite_precision(
                                 "benchmark": np.repeat(names, len(models)),
                                 "target": np.tile(models, len(names)),
                                 "true": np.vstack([truth, truth.mean(axis=0)]).ravel(),
-                                "estimate": np.vstack([chosen, chosen_mean]).ravel(),
+                                "estimate": np.vstack([stopped.estimate, stopped.mean]).ravel(),
                                 "interval_low": low.ravel(),
                                 "interval_high": high.ravel(),
-                                "items": np.tile(n_items[stop, 0, 0] * len(names[:-1]), len(names)),
-                                "met": np.tile(met, len(names)),
+                                "items": np.tile(n_items[stopped.at, 0, 0] * len(names[:-1]), len(names)),
+                                "met": np.tile(stopped.met, len(names)),
                             }
                         )
                     )
@@ -864,3 +917,72 @@ def new_model_estimate(
     low, high = clipped_interval(np.vstack([estimate, estimate.mean(axis=0)]), halfwidth)
     estimate, low, high = np.append(estimate[:, 0], estimate.mean(axis=0)), low[:, 0], high[:, 0]
     return NewModelEstimate(estimate[:-1], low[:-1], high[:-1], float(estimate[-1]), float(low[-1]), float(high[-1]))
+
+
+# The precision mode for one new model: simulate_suite_precision's rounds, calibration and rule, the model the only
+# target of run 0 of the joint mode.
+
+#: The methods whose rounds a suite's precision mode plans (the default first, as in simulate_suite_precision).
+ROUND_METHODS = ("tailored_plus", "tailoredbench")
+
+
+def _one_model_rounds(sources, rounds, g_size: int, distance: str, method: str) -> _Setup:
+    """The setup of real use in rounds: ``method`` on the sources as given, as :func:`simulate_suite_precision`'s."""
+    if method not in ROUND_METHODS:
+        raise TailoredBenchError(f"plan a suite in rounds by {' or '.join(ROUND_METHODS)}, not {method!r}")
+    values = tuple(np.asarray(source, dtype=float) for source in sources)
+    return _Setup(values, tuple(rounds[-1]), g_size, check_distance(distance), (method,), {})
+
+
+def new_model_round_probes(
+    sources: Sequence[np.ndarray], g_sets, g_answers, rounds, *, distance: str = "manhattan", seed: int = 0
+) -> list[list[Probe]]:
+    """A new model's probe on every benchmark after each of ``rounds`` (items per benchmark, as
+    :func:`round_budgets_of` gives them), from its 0/1 answers on every G-set: the growing probes of the joint mode."""
+    setup = _one_model_rounds(sources, rounds, len(g_sets[0]), distance, ROUND_METHODS[0])
+    native = _native(setup, g_sets, [np.asarray(a, dtype=float).reshape(1, -1) for a in g_answers], True)
+    return list(_round_probes(setup, g_sets, [rows[0] for rows in native], (seed, 0), 0, rounds))
+
+
+def fit_new_model_rounds(
+    sources: Sequence[np.ndarray],
+    rounds,
+    g_size: int,
+    precision: float,
+    *,
+    of: str = "every",
+    method: str = "tailored_plus",
+    distance: str = "manhattan",
+    seed: int = 0,
+    level: float = LEVEL,
+) -> tuple[np.ndarray | None, RoundsRule]:
+    """TailoredBench+'s weights (None for ``tailoredbench``) and the :class:`RoundsRule`, fitted on the sources
+    playing targets exactly as :func:`simulate_suite_precision` fits them (joint mode)."""
+    if of not in PRECISION_OF:
+        raise TailoredBenchError(f"the precision is of {' or '.join(PRECISION_OF)} (interval), got {of!r}")
+    setup = _one_model_rounds(sources, rounds, g_size, distance, method)
+    weights, rules = calibrate_rounds(setup, "joint", seed, rounds, check_precision(precision), of, level)
+    return weights, rules[method]
+
+
+def new_model_rounds_estimate(
+    sources: Sequence[np.ndarray],
+    g_size: int,
+    rounds,
+    answers,
+    rule: RoundsRule,
+    weights,
+    *,
+    method: str = "tailored_plus",
+    distance: str = "manhattan",
+    seed: int = 0,
+) -> Stopped:
+    """Where the rule stops a new model among the ``rounds`` it answered (a first part of the plan's), with its
+    estimates and half-widths there: :func:`simulate_suite_precision`'s run 0 for the model as the only target.
+
+    ``answers``: per benchmark, the model's 0/1 results on all its items, NaN where not asked (never read)."""
+    setup = _one_model_rounds(sources, rounds, g_size, distance, method)
+    targets = [np.asarray(a, dtype=float).reshape(1, -1) for a in answers]
+    weights = None if weights is None else np.asarray(weights, dtype=float)
+    out = _rounds_run(setup, targets, (seed, 0), "joint", weights, rounds)[method]
+    return rule.stop(out["estimate"], out["unlike"], np.array([r[0] for r in rounds], dtype=float)[:, None, None])

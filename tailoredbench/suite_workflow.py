@@ -11,6 +11,11 @@ Three steps around two lm-eval runs, as :mod:`tailoredbench.workflow` takes them
 3. :func:`estimate_suite` reads the samples on every probe: each benchmark's TailoredBench+ (joint) estimate and
    the suite mean's, each with its 90% interval.
 
+Or, instead of step 2, the precision mode: :func:`plan_suite_round`, run after each lm-eval run, writes the next
+round's items of every task (``round_1.json``, ...) until every benchmark's interval (or the suite mean's) is as
+narrow as requested or the maximum budget is reached; its rounds, weights and stopping rule are
+:func:`tailoredbench.suite.simulate_suite_precision`'s, fitted on the sources at the first round and kept.
+
 The planning and the estimates are :mod:`tailoredbench.suite`'s joint mode for the model alone, as the only target
 of run 0 of the plan's seed. A registered suite's source models are those of its split (as in a simulation); the
 matrix files of a custom suite are all source models, their item ids the tasks' lm-eval doc_ids. A plan folder is
@@ -33,19 +38,35 @@ import numpy as np
 from joblib import parallel_config
 
 from ._version import __version__
+from .conformal import interval as clipped_interval
 from .datasets.lm_eval import DEFAULT_METRIC, metric_threshold, read_samples, task_of
 from .datasets.matrix import ResponseMatrix, load_matrix
 from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_suite
 from .distances import check_distance
 from .errors import TailoredBenchError, check_integer
 from .stacking import COMPONENTS
-from .suite import INTERVAL_FOLDS, fit_new_model, new_model_estimate, new_model_g_sets, new_model_probes
+from .stopping import ROUND_SIZE, check_precision, round_budgets
+from .suite import (
+    INTERVAL_FOLDS,
+    PRECISION_OF,
+    ROUND_METHODS,
+    RoundsRule,
+    fit_new_model,
+    fit_new_model_rounds,
+    new_model_estimate,
+    new_model_g_sets,
+    new_model_probes,
+    new_model_round_probes,
+    new_model_rounds_estimate,
+    round_budgets_of,
+)
 from .tailored import matrix_sha256
 from .workflow import (
     G_SET,
     INTERVAL_LEVEL,
     N_SET,
     PLAN_FILE,
+    ROUND,
     STATE,
     _build,
     _check_files,
@@ -87,14 +108,47 @@ class SuiteNSet:
 
 
 @dataclass(frozen=True)
+class SuiteRounds:
+    """The precision mode instead of step 2: its settings, the rounds planned so far and the rule fitted on the
+    sources (:class:`~tailoredbench.suite.RoundsRule`), with TailoredBench+'s weights."""
+
+    precision: float
+    of: str  # the interval the precision is of: "every" benchmark's or the suite "mean"'s
+    max_budget: int  # items per benchmark at most
+    round_size: int
+    method: str  # one of suite.ROUND_METHODS
+    model: str
+    native_sources: tuple[str, ...]
+    rounds: tuple[int, ...]  # items per benchmark after each round planned
+    weights: tuple[tuple[float, ...], ...]  # per benchmark: TailoredBench+'s weights; none for tailoredbench
+    quantiles: tuple[tuple[float, ...], ...]  # per round of the settings: each benchmark's conformal quantile
+    suite_quantiles: tuple[float, ...]  # per round: the suite mean's
+    factor: float
+    interval_level: float
+
+    def __post_init__(self):
+        _check_types(self)
+        check_precision(self.precision)
+        _require(self.of in PRECISION_OF, f"a precision of {self.of!r}, not of {' or '.join(PRECISION_OF)}")
+        _require(self.method in ROUND_METHODS, f"rounds by {self.method!r}, not by {' or '.join(ROUND_METHODS)}")
+
+    @property
+    def rule(self) -> RoundsRule:
+        quantiles = np.array(self.quantiles, dtype=float)
+        return RoundsRule(quantiles, np.array(self.suite_quantiles, dtype=float), self.factor, self.precision, self.of)
+
+
+@dataclass(frozen=True)
 class SuiteState:
-    """A suite plan's ``state.json``: each benchmark's task, metric and G-set, then (``step``) its N-set.
+    """A suite plan's ``state.json``: each benchmark's task, metric and G-set, then (``step``) its N-set or rounds.
 
     Built only valid. Its JSON is flat, sealed by a sha256 (``checksum``); ``FORMAT`` alone decides whether a
     file can be read. ``suite``: a registered suite's name, or ``"custom"`` with its ``matrix_files``.
     """
 
-    FORMAT = 1  # bump when the JSON layout changes, and only then
+    FORMAT = 2  # bump when the JSON layout changes, and only then
+    #: Older formats still read: 1, before the precision mode's rounds.
+    READS = (1,)
 
     suite: str
     matrix_files: tuple[str, ...]
@@ -109,7 +163,7 @@ class SuiteState:
     sources_sha256: str
     g_sets: tuple[tuple[int, ...], ...]  # per benchmark: item positions in its matrix
     g_set_doc_ids: tuple[tuple[int, ...], ...]
-    step: SuiteNSet | None = None
+    step: SuiteNSet | SuiteRounds | None = None
     tailoredbench_version: str = __version__
 
     def __post_init__(self):
@@ -122,7 +176,22 @@ class SuiteState:
         check_distance(self.distance)
         for metric in self.metrics:
             metric_threshold(metric)
-        if step is not None:
+        if isinstance(step, SuiteRounds):
+            budgets = round_budgets(size, step.round_size, step.max_budget, min(self.item_counts))
+            _require(
+                step.rounds == tuple(sorted(set(step.rounds) & set(budgets))), "its rounds are not of its settings"
+            )
+            fitted_rounds = len(step.quantiles) == len(step.suite_quantiles) == len(budgets)
+            _require(
+                fitted_rounds and all(len(q) == n for q in step.quantiles), "not a quantile per round and benchmark"
+            )
+            stacked = step.method == "tailored_plus"
+            convex = all(len(w) == len(COMPONENTS) and min(w) >= 0 and abs(sum(w) - 1) < 1e-9 for w in step.weights)
+            _require(len(step.weights) == (n if stacked else 0) and convex, "its weights are not TailoredBench+'s")
+            quantiles = [v for q in step.quantiles for v in q] + list(step.suite_quantiles)
+            _require(min(quantiles) >= 0 and step.factor > 0, "a negative quantile or factor")
+            _require(0 < step.interval_level < 1 and len(step.native_sources) > 0, "no interval level or sources")
+        if isinstance(step, SuiteNSet):
             fitted = (step.n_sets, step.n_set_doc_ids, step.weights, step.quantiles)
             _require(all(len(x) == n for x in fitted), "not an N-set, weights and a quantile per benchmark")
             convex = all(len(w) == len(COMPONENTS) and min(w) >= 0 and abs(sum(w) - 1) < 1e-9 for w in step.weights)
@@ -130,8 +199,8 @@ class SuiteState:
             _require(min(step.quantiles) >= 0 and step.suite_quantile >= 0, "a negative quantile")
             _require(0 < step.interval_level < 1 and len(step.native_sources) > 0, "no interval level or sources")
         for b, name in enumerate(self.benchmarks):
-            items = self.g_sets[b] + (step.n_sets[b] if step else ())
-            doc_ids = self.g_set_doc_ids[b] + (step.n_set_doc_ids[b] if step else ())
+            items = self.g_sets[b] + (step.n_sets[b] if isinstance(step, SuiteNSet) else ())
+            doc_ids = self.g_set_doc_ids[b] + (step.n_set_doc_ids[b] if isinstance(step, SuiteNSet) else ())
             _require(
                 0 < size == len(self.g_sets[b]) == len(self.g_set_doc_ids[b]), f"the G-set of {name} is not {size}"
             )
@@ -140,10 +209,10 @@ class SuiteState:
             _require(
                 all(0 <= i < self.item_counts[b] for i in items), f"an item outside {name}'s {self.item_counts[b]}"
             )
-            if step is not None:
+            if isinstance(step, SuiteNSet):
                 _require(step.budget == len(items), f"a budget of {step.budget} for {len(items)} items of {name}")
 
-    def then(self, step: SuiteNSet) -> SuiteState:
+    def then(self, step: SuiteNSet | SuiteRounds) -> SuiteState:
         """This plan with ``step`` in place of its own, as this package version writes it."""
         return dataclasses.replace(self, step=step, tailoredbench_version=__version__)
 
@@ -166,8 +235,11 @@ class SuiteState:
             raise TailoredBenchError("not a JSON state file (truncated or foreign?)") from None
         _require(isinstance(data, dict) and "suite_state_format" in data, "not a suite's plan state")
         found = data["suite_state_format"]
-        _require(found == cls.FORMAT, f"a suite plan state of format {found}, this is format {cls.FORMAT}")
-        state = _build(cls, {**data, "step": _build(SuiteNSet, data) if "budget" in data else None})
+        readable = found == cls.FORMAT or found in cls.READS
+        _require(readable, f"a suite plan state of format {found}, this is format {cls.FORMAT}")
+        _require(not {"budget", "precision"} <= data.keys(), "both a fixed budget and a precision")
+        kind = SuiteNSet if "budget" in data else SuiteRounds if "precision" in data else None
+        state = _build(cls, {**data, "step": kind and _build(kind, data)})
         files = data.get("files")
         hashes = isinstance(files, dict) and G_SET in files
         hashes = hashes and all(
@@ -461,9 +533,13 @@ def plan_suite_n_set(
         n_sets = tuple(tuple(int(i) for i in p.n_set) for p in probes)
         old = state.step
         planned = (budget, model, native, n_sets)
-        if old is not None and (old.budget, old.model, old.native_sources, old.n_sets) == planned:
+        if isinstance(old, SuiteRounds) and not force:
+            raise TailoredBenchError(
+                f"{folder}: holds a plan to precision {old.precision}; add --force to replace it by a fixed budget"
+            )
+        if isinstance(old, SuiteNSet) and (old.budget, old.model, old.native_sources, old.n_sets) == planned:
             step = old  # the same plan: what was fitted for it is kept
-        elif old is not None and not force:
+        elif isinstance(old, SuiteNSet) and not force:
             raise TailoredBenchError(
                 f"{folder}: already holds N-sets (budget {old.budget}, model {old.model}); "
                 "planning others would replace them: add --force, or plan into a new folder"
@@ -497,8 +573,9 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
     """Step 3: each benchmark's TailoredBench+ (joint) estimate and the suite mean's, with their intervals.
 
     Returns ``benchmarks`` (per benchmark: ``benchmark``, ``task``, ``metric``, ``estimate``, ``interval_low``,
-    ``interval_high``), ``suite_mean`` (``estimate``, ``interval_low``, ``interval_high``), the ``items`` asked in
-    all, the number of ``native_sources``, and the plan's settings.
+    ``interval_high``, ``items``), ``suite_mean`` (``estimate``, ``interval_low``, ``interval_high``), the ``items``
+    asked in all, the number of ``native_sources``, and the plan's settings. A plan to a precision: at the round
+    where its rule stops, with ``precision``, ``precision_of``, ``precision_met``, ``status`` and ``round``.
     """
     folder = Path(folder)
     with _locked(folder, shared=True):
@@ -510,6 +587,30 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
         model = _one_model(samples)
         if model != step.model:
             raise TailoredBenchError(f"the samples come from {model}, the N-sets were planned for {step.model}")
+        if isinstance(step, SuiteRounds):
+            replayed = _replay(state, step, samples)
+            if not replayed["answered"]:
+                raise TailoredBenchError("no round is answered yet: run lm-eval on round_1.json, then plan or estimate")
+            status = replayed["status"]
+            if status == "next round":
+                status = "precision not reached yet: plan the next round"
+            return {
+                "suite": state.suite,
+                "method": step.method,
+                "mode": "joint",
+                "interval_level": step.interval_level,
+                **_estimates(state, replayed),
+                "items": replayed["items"] * len(state.tasks),
+                "budget": replayed["items"],
+                "round": replayed["stop"] + 1,
+                "precision": step.precision,
+                "precision_of": step.of,
+                "precision_met": replayed["status"] == "precision reached",
+                "status": status,
+                "native_sources": len(step.native_sources),
+                "model": model,
+                "seed": state.seed,
+            }
         sources, answers, probes = _probes(state, samples, step.budget)
         if tuple(tuple(int(i) for i in p.n_set) for p in probes) != step.n_sets:
             raise TailoredBenchError("the G-set results differ from those the N-sets were planned with")
@@ -532,6 +633,7 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
                 "estimate": float(value),
                 "interval_low": float(low),
                 "interval_high": float(high),
+                "items": step.budget,
             }
             for name, task, metric, value, low, high in each
         ],
@@ -546,3 +648,186 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
         "model": model,
         "seed": state.seed,
     }
+
+
+def _replay(state: SuiteState, step: SuiteRounds, samples) -> dict:
+    """The precision mode replayed on the samples: every round's new items (``round_items``, per round and benchmark,
+    positions in its matrix), the rounds ``answered`` in full, and where the rule stops among them (``stop``, with the
+    ``items`` per benchmark there and the model's ``stopped`` estimates), with the ``status`` it gives."""
+    sources, g_sets = _refit(state)
+    answers = _answers(state, sources, samples)
+    g_answers = [
+        _on(results, doc_ids, f"{task} G-set")
+        for results, doc_ids, task in zip(answers, state.g_set_doc_ids, state.tasks, strict=True)
+    ]
+    rounds = round_budgets_of(state.item_counts, state.g_size, step.round_size, step.max_budget)
+    probes = new_model_round_probes(sources.values, g_sets, g_answers, rounds, distance=state.distance, seed=state.seed)
+    native = tuple(sources.matrices[0].models[i] for i in probes[0][0].native_sources)
+    if step.native_sources not in ((), native):  # () before the first replay
+        raise TailoredBenchError("the G-set results differ from those the rounds were planned with")
+    doc_ids = [sources.doc_ids(b) for b in range(len(state.tasks))]
+    round_items = [
+        [p.n_set[len(probes[r - 1][b].n_set) if r else 0 :] for b, p in enumerate(round_probes)]
+        for r, round_probes in enumerate(probes)
+    ]
+    answered = 0
+    for round_probes in probes:
+        if not all(
+            all(ids[i] in found for i in p.items) for p, ids, found in zip(round_probes, doc_ids, answers, strict=True)
+        ):
+            break
+        answered += 1
+    out = {"sources": sources, "doc_ids": doc_ids, "native": native, "round_items": round_items}
+    out.update(rounds=rounds, answered=answered, status="next round", items=state.g_size, stop=-1)
+    if answered:
+        results = [
+            np.array([found.get(d, np.nan) for d in ids], dtype=float)
+            for found, ids in zip(answers, doc_ids, strict=True)
+        ]
+        stopped = new_model_rounds_estimate(
+            sources.values,
+            state.g_size,
+            rounds[:answered],
+            results,
+            step.rule,
+            step.weights or None,
+            method=step.method,
+            distance=state.distance,
+            seed=state.seed,
+        )
+        at = int(stopped.at[0])
+        out.update(stopped=stopped, stop=at, items=rounds[at][0])
+        if stopped.met[0]:
+            out["status"] = "precision reached"
+        elif answered == len(rounds):
+            out["status"] = "maximum budget reached"
+    return out
+
+
+def _estimates(state: SuiteState, replayed: dict) -> dict:
+    """The estimates where the rule stops: ``benchmarks`` (with each half-width and items) and ``suite_mean``."""
+    stopped = replayed["stopped"]
+    low, high = clipped_interval(
+        np.append(stopped.estimate[:, 0], stopped.mean[0]), np.append(stopped.half[:, 0], stopped.half_mean[0])
+    )
+    each = zip(state.benchmarks, state.tasks, state.metrics, stopped.estimate[:, 0], stopped.half[:, 0], strict=True)
+    return {
+        "benchmarks": [
+            {
+                "benchmark": name,
+                "task": task,
+                "metric": metric,
+                "estimate": float(value),
+                "interval_low": float(low[b]),
+                "interval_high": float(high[b]),
+                "halfwidth": float(half),
+                "items": replayed["items"],
+            }
+            for b, (name, task, metric, value, half) in enumerate(each)
+        ],
+        "suite_mean": {
+            "estimate": float(stopped.mean[0]),
+            "interval_low": float(low[-1]),
+            "interval_high": float(high[-1]),
+            "halfwidth": float(stopped.half_mean[0]),
+        },
+    }
+
+
+def plan_suite_round(
+    folder: str | Path,
+    samples,
+    precision: float,
+    *,
+    of: str = "every",
+    max_budget: int | None = None,
+    round_size: int = ROUND_SIZE,
+    method: str = "tailored_plus",
+    seed: int | None = None,
+    force: bool = False,
+    n_jobs: int = 1,
+) -> dict:
+    """The precision mode instead of step 2: after the G-sets or a round, write the next round or say it is done.
+
+    Writes ``round_<k>.json`` (the next ``round_size`` items of every task, one lm-eval ``--samples`` selection)
+    unless every benchmark's 90% interval (``of="every"``) or the suite mean's (``of="mean"``) is at most
+    ``precision`` on each side, or ``max_budget`` items per benchmark (by default the smallest benchmark's item
+    count) were asked. Every benchmark grows each round, as in :func:`~tailoredbench.suite.simulate_suite_precision`,
+    whose weights and rule are calibrated for probes that grow together. ``method``: ``"tailored_plus"`` or
+    ``"tailoredbench"``. The first call fits the rule on the sources (``n_jobs`` workers); it is kept in the state.
+
+    Returns ``status`` (``"next round"``, ``"precision reached"`` or ``"maximum budget reached"``), the ``round``
+    and ``file`` written (or ``None``), ``items`` per benchmark where the rule stops, and, once a round is
+    answered, ``benchmarks`` and ``suite_mean`` as :func:`estimate_suite` gives them. Other settings than the
+    plan's, or another model's samples, are refused unless ``force`` (the rounds then start again).
+    """
+    folder = Path(folder)
+    with _locked(folder):
+        state, files = _read(folder, seed)
+        _check_files(folder, files, step=not force, start=START)
+        precision = check_precision(precision)
+        if of not in PRECISION_OF:
+            raise TailoredBenchError(f"the precision is of {' or '.join(PRECISION_OF)} (interval), got {of!r}")
+        if method not in ROUND_METHODS:
+            raise TailoredBenchError(f"plan a suite in rounds by {' or '.join(ROUND_METHODS)}, not {method!r}")
+        round_size = check_integer(round_size, "round size", 1)
+        rounds = round_budgets_of(state.item_counts, state.g_size, round_size, max_budget)
+        model = _one_model(samples)
+        settings: dict[str, typing.Any] = dict(precision=precision, of=of, max_budget=rounds[-1][0])
+        settings.update(round_size=round_size, method=method, model=model)
+        old = state.step
+        if isinstance(old, SuiteNSet) and not force:
+            raise TailoredBenchError(
+                f"{folder}: holds N-sets of budget {old.budget}; add --force to plan to a precision instead"
+            )
+        same = isinstance(old, SuiteRounds) and all(getattr(old, k) == v for k, v in settings.items())
+        if isinstance(old, SuiteRounds) and not same and not force:
+            planned = ", ".join(f"{k.replace('_', ' ')} {getattr(old, k)}" for k in settings)
+            raise TailoredBenchError(
+                f"{folder}: planned with {planned}; add --force to start again, or plan into a new folder"
+            )
+        if isinstance(old, SuiteRounds) and same:  # its fit is kept; forced, its rounds start again
+            step = dataclasses.replace(old, native_sources=(), rounds=()) if force else old
+        else:
+            sources, _ = _refit(state)
+            _answers(state, sources, samples)  # bad samples are refused before the long fit
+            with parallel_config(n_jobs=check_integer(n_jobs, "n_jobs", 1)):
+                weights, rule = fit_new_model_rounds(
+                    sources.values,
+                    rounds,
+                    state.g_size,
+                    precision,
+                    of=of,
+                    method=method,
+                    distance=state.distance,
+                    seed=state.seed,
+                    level=INTERVAL_LEVEL,
+                )
+            step = SuiteRounds(
+                **settings,
+                native_sources=(),
+                rounds=(),
+                weights=() if weights is None else tuple(tuple(float(w) for w in row) for row in weights),
+                quantiles=tuple(tuple(float(v) for v in row) for row in rule.q),
+                suite_quantiles=tuple(float(v) for v in rule.q_mean),
+                factor=float(rule.factor),
+                interval_level=INTERVAL_LEVEL,
+            )
+        replayed = _replay(state, step, samples)
+        answered, status = replayed["answered"], replayed["status"]
+        out: dict[str, typing.Any] = {"status": status, "round": answered, "file": None, "items": replayed["items"]}
+        if status == "next round":
+            out.update(round=answered + 1, file=str(folder / ROUND.format(answered + 1)))
+        if answered:
+            out.update(_estimates(state, replayed))
+        budgets = [r[0] for r in rounds]
+        planned_rounds = tuple(sorted({*step.rounds, *budgets[: out["round"]]}))
+        step = dataclasses.replace(step, native_sources=replayed["native"], rounds=planned_rounds)
+        with _Step(folder, _replaces(files, force), start=START) as written:  # an N-set or older rounds go
+            written.keep(G_SET)
+            for index in sorted(budgets.index(b) for b in planned_rounds):
+                items = replayed["round_items"][index]
+                ids = [[replayed["doc_ids"][b][i] for i in chosen] for b, chosen in enumerate(items)]
+                written.write(ROUND.format(index + 1), _json(_selection(state.tasks, ids)))
+            written.commit(state.then(step))
+    return {**out, "precision": precision, "precision_of": of, "method": method, "max_budget": rounds[-1][0]}

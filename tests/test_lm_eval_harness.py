@@ -98,7 +98,11 @@ def process_results(doc, results):
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tasks")
+    return write_tasks(tmp_path_factory.mktemp("tasks"))
+
+
+def write_tasks(folder: Path) -> Path:
+    """The local tasks arc_challenge, gsm8k and truthfulqa_mc2 in ``folder``, for lm-eval's ``--include_path``."""
     docs = folder / "docs.jsonl"
     with docs.open("w") as out:
         for i in range(1172):

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_lm_eval_harness import lm_eval, write_tasks
 
 from tailoredbench import suite_workflow
 from tailoredbench.cli import main
@@ -13,15 +14,16 @@ from tailoredbench.datasets.lm_eval import read_samples
 from tailoredbench.datasets.matrix import ResponseMatrix
 from tailoredbench.datasets.suites import Suite, load_suite
 from tailoredbench.errors import DataError, TailoredBenchError
-from tailoredbench.suite import SUITE_MEAN, simulate_suite
+from tailoredbench.suite import SUITE_MEAN, simulate_suite, simulate_suite_precision
 from tailoredbench.suite_workflow import (
     SuiteState,
     estimate_suite,
     plan_suite_g_set,
     plan_suite_n_set,
+    plan_suite_round,
     read_suite_state,
 )
-from tailoredbench.workflow import IN_USE, PlanState, _locked
+from tailoredbench.workflow import IN_USE, PlanState, _checksum, _locked
 
 TASKS = ("arc_challenge", "gsm8k", "truthfulqa_mc2")
 #: The value each task's samples carry: TruthfulQA MC2's is a probability.
@@ -213,7 +215,8 @@ def test_a_probability_is_refused_unless_a_threshold_reads_it(suite, tmp_path, c
     [
         (["--budget", "4"], "budget 4 must exceed the G-set size 4"),
         (["--budget", "31"], "budget 31 exceeds the item count 30 of gsm8k"),
-        (["--budget", "10", "--precision", "0.05"], "--precision does not apply to a suite's plan"),
+        (["--budget", "10", "--precision", "0.05"], "give --precision or --budget, not both"),
+        (["--budget", "10", "--round-size", "3"], "--round-size applies with --precision only"),
         (["--budget", "10", "--tasks", "a,b,c"], "--tasks goes with plan --suite"),
         (["--budget", "10", "--seed", "3"], "planned with seed 2, not 3"),
     ],
@@ -289,7 +292,7 @@ def test_the_state_is_sealed_and_typed(suite, capsys):
     assert "do not match its checksum" in capsys.readouterr().err
     path.write_text(json.dumps({**data, "suite_state_format": 99}))
     assert main(["estimate", "--state", str(plan), "--samples", *first]) == 2
-    assert "a suite plan state of format 99, this is format 1" in capsys.readouterr().err
+    assert "a suite plan state of format 99, this is format 2" in capsys.readouterr().err
     state = SuiteState.parse(text)[0]
     with pytest.raises(TailoredBenchError, match="not weights of TailoredBench"):
         state.then(type(state.step)(**{**vars(state.step), "weights": ((1.0, 1.0, 0.0, 0.0),) * 3}))
@@ -368,3 +371,215 @@ def test_a_task_whose_every_item_is_asked_is_estimated_by_its_exact_accuracy():
     )
     np.testing.assert_allclose(done.estimate, [y.mean() for y in new])
     assert (done.low <= done.estimate).all() and (done.estimate <= done.high).all()
+
+
+def test_a_state_of_format_1_is_still_read(suite):
+    plan, _, _, first = suite
+    state = plan_suite_n_set(plan, first, 10)
+    data = json.loads(state.to_json())
+    data["suite_state_format"] = 1
+    data["checksum"] = _checksum(data)
+    assert SuiteState.parse(json.dumps(data))[0] == state
+
+
+# ---- The precision mode: rounds of every task until every interval, or the suite mean's, is narrow enough ----
+
+ROUNDS = ["--max-budget", "20", "--round-size", "4"]
+
+
+def rounds_until_done(plan, tmp_path, model, first, precision, *more, name="new-model"):
+    """``plan --state --precision`` after the G-sets and after each round, answering each round file from ``model``;
+    the samples files and the rounds written."""
+    files, written = list(first), 0
+    for k in range(1, 10):
+        assert (
+            main(["plan", "--state", str(plan), "--precision", str(precision), *ROUNDS, *more, "--samples", *files])
+            == 0
+        )
+        if not (plan / f"round_{k}.json").exists():
+            break
+        written = k
+        files += answer(tmp_path, plan / f"round_{k}.json", model, f"2025-01-02T{k:02d}-00-00.000001", name)
+    return files, written
+
+
+@pytest.mark.parametrize("of", ["every", "mean"])
+def test_rounds_to_a_precision_are_the_precision_simulation_of_the_model_alone(suite, tmp_path, capsys, of):
+    plan, files, model, first = suite
+    samples, written = rounds_until_done(plan, tmp_path, model, first, 0.1, "--precision-of", of)
+    rounds = [json.loads((plan / f"round_{k}.json").read_text()) for k in range(1, written + 1)]
+    g_sets = json.loads((plan / "g_set.json").read_text())
+    for t in TASKS:  # each round asks round-size new items of every task
+        asked = [d for r in rounds for d in r[t]]
+        assert all(len(r[t]) == 4 for r in rounds) and len(set(asked) | set(g_sets[t])) == 4 + 4 * written
+    capsys.readouterr()
+    assert main(["estimate", "--state", str(plan), "--samples", *samples, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["precision"] == 0.1 and result["precision_of"] == of and result["method"] == "tailored_plus"
+    assert result["budget"] == 4 + 4 * result["round"] and result["items"] == 3 * result["budget"]
+    assert all(b["items"] == result["budget"] for b in result["benchmarks"])
+
+    # the precision mode simulated with this model as the only target: run 0 of seed 2, to the bit
+    sources = tuple(ResponseMatrix(pd.read_csv(f, index_col=0)) for f in files)
+    targets = tuple(ResponseMatrix([list(results.values())], models=["new"]) for results in model)
+    alone = Suite("custom", ("arc", "gsm8k", "truthfulqa"), sources, targets)
+    sim = simulate_suite_precision(alone, 0.1, of=of, max_budget=20, round_size=4, runs=1, g_size=4, seed=2).results
+    expected = sim.set_index("benchmark").loc[["arc", "gsm8k", "truthfulqa", SUITE_MEAN]]
+    found = [*result["benchmarks"], result["suite_mean"]]
+    for key in ("estimate", "interval_low", "interval_high"):
+        assert [row[key] for row in found] == expected[key].tolist()
+    assert expected["items"].iloc[0] == result["items"] and expected["met"].iloc[0] == result["precision_met"]
+    assert result["status"] == ("precision reached" if result["precision_met"] else "maximum budget reached")
+
+
+def test_every_interval_and_the_means_stop_at_different_rounds(suite, tmp_path):
+    plan, files, model, first = suite
+    other = tmp_path / "mean"
+    plan_suite_g_set(files, other, tasks=TASKS, g_size=4, seed=2)
+    stops = {}
+    for folder, of in ((plan, "every"), (other, "mean")):
+        samples = list(first)
+        for _ in range(5):
+            done = plan_suite_round(folder, samples, 0.1, of=of, max_budget=20, round_size=4)
+            if done["file"] is None:
+                break
+            samples += answer(tmp_path, Path(done["file"]), model, f"2025-01-03T{done['round']:02d}-00-00.000001")
+        stops[of] = done
+        assert estimate_suite(folder, samples)["precision_met"] == (done["status"] == "precision reached")
+    every, mean = stops["every"], stops["mean"]
+    # the suite mean's interval is narrower than its benchmarks': it is met sooner, while one benchmark's is not
+    assert mean["status"] == "precision reached" and mean["items"] < every["items"]
+    assert mean["suite_mean"]["halfwidth"] <= 0.1 < max(b["halfwidth"] for b in mean["benchmarks"])
+    assert every["status"] == "maximum budget reached" and every["items"] == 20
+
+
+def test_a_plan_in_rounds_keeps_its_rule_and_refuses_other_settings_without_force(suite, tmp_path, monkeypatch):
+    plan, _, model, first = suite
+    done = plan_suite_round(plan, first, 0.1, max_budget=20, round_size=4)
+    assert done["status"] == "next round" and done["round"] == 1 and "benchmarks" not in done
+    state = read_suite_state(plan)
+    assert state.step.rounds == (8,) and SuiteState.parse(state.to_json())[0] == state
+    with pytest.raises(TailoredBenchError, match=r"no round is answered yet: run lm-eval on round_1\.json"):
+        estimate_suite(plan, first)
+
+    def refit(*args, **kwargs):
+        raise AssertionError("fitted again")
+
+    monkeypatch.setattr(suite_workflow, "fit_new_model_rounds", refit)
+    before = {p.name: p.read_bytes() for p in plan.iterdir()}
+    assert plan_suite_round(plan, first, 0.1, max_budget=20, round_size=4) == done  # the same plan: kept
+    assert {p.name: p.read_bytes() for p in plan.iterdir()} == before
+    with pytest.raises(TailoredBenchError, match=r"planned with precision 0.1, of every, max budget 20.*add --force"):
+        plan_suite_round(plan, first, 0.05, max_budget=20, round_size=4)
+    with pytest.raises(TailoredBenchError, match=r"holds a plan to precision 0\.1; add --force"):
+        plan_suite_n_set(plan, first, 10)
+    monkeypatch.undo()
+    plan_suite_n_set(plan, first, 10, force=True)
+    assert not (plan / "round_1.json").exists() and (plan / "n_set.json").exists()
+    with pytest.raises(TailoredBenchError, match="holds N-sets of budget 10; add --force to plan to a precision"):
+        plan_suite_round(plan, first, 0.1)
+    done = plan_suite_round(plan, first, 0.1, max_budget=20, round_size=4, method="tailoredbench", force=True)
+    assert done["method"] == "tailoredbench" and not (plan / "n_set.json").exists()
+    assert read_suite_state(plan).step.weights == ()
+    samples = first + answer(tmp_path, plan / "round_1.json", model, SECOND)
+    result = estimate_suite(plan, samples)
+    assert result["method"] == "tailoredbench" and result["budget"] == 8 and result["round"] == 1
+
+    (plan / "round_1.json").unlink()
+    with pytest.raises(TailoredBenchError, match=r"interrupted plan \(round_1.json is missing\)"):
+        estimate_suite(plan, samples)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--precision", "1.5"], "the precision must be between 0 and 1 (a half-width), got 1.5"),
+        (["--precision", "0"], "the precision must be between 0 and 1"),
+        (["--precision", "0.1", "--method", "fluid"], "plan a suite in rounds by tailored_plus or tailoredbench, not"),
+        (["--precision", "0.1", "--precision-of", "all"], "argument --precision-of: invalid choice: 'all'"),
+        (["--precision", "0.1", "--max-budget", "31"], "the maximum budget 31 exceeds the item count 30"),
+        (["--precision", "0.1", "--max-budget", "4"], "the maximum budget 4 must exceed the G-set size 4"),
+        (["--method", "tailoredbench"], "--method applies with --precision only"),
+        (["--precision", "0.1", "--drop", "truthfulqa_mc2"], "the samples hold no results of task truthfulqa_mc2"),
+    ],
+)
+def test_bad_precision_settings_are_one_line_errors(suite, capsys, args, message):
+    plan, _, _, first = suite
+    if "--drop" in args:
+        first, args = [f for f in first if args[-1] not in f], args[:-2]
+    capsys.readouterr()
+    assert main(["plan", "--state", str(plan), "--samples", *first, *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.splitlines()) == 1 and err.startswith("tailoredbench: error: "), err
+    assert not (plan / "round_1.json").exists() and read_suite_state(plan).step is None
+
+
+def test_the_rounds_options_go_with_a_suites_second_step(tmp_path, capsys):
+    files, _ = synthetic(tmp_path)
+    for args, message in (
+        (["--precision", "0.1"], "--precision goes with plan --state, after the G-sets' lm-eval run"),
+        (["--precision-of", "mean"], "--precision-of goes with plan --state --precision"),
+    ):
+        assert main(["plan", "--suite", *files, "--out", str(tmp_path / "plan"), *args]) == 2
+        assert message in capsys.readouterr().err
+    assert main(["plan", "--benchmark", "gsm8k", "--precision-of", "mean", "--out", str(tmp_path / "p")]) == 2
+    assert capsys.readouterr().err.strip() == "tailoredbench: error: --precision-of applies to a suite's plan only"
+
+
+@pytest.mark.lm_eval
+def test_a_suite_in_rounds_to_a_precision_through_lm_eval(tmp_path, capsys):
+    """Each round is one lm-eval run of the three tasks (its dummy model), read back until the plan is done."""
+    (tmp_path / "tasks").mkdir()
+    tasks = write_tasks(tmp_path / "tasks")
+    rng = np.random.default_rng(0)
+    ability, files = rng.random(30), []
+    for name, docs in (("arc", 1172), ("gsm8k", 1319), ("truthfulqa", 817)):  # SYNTHETIC source models
+        doc_ids = np.sort(rng.choice(docs, 40, replace=False))
+        values = (rng.random((30, 40)) < ability[:, None]).astype(int)
+        frame = pd.DataFrame(values, index=[f"m{i}" for i in range(30)], columns=[str(d) for d in doc_ids])
+        frame.to_csv(tmp_path / f"{name}.csv")
+        files.append(str(tmp_path / f"{name}.csv"))
+    names = "arc_challenge,gsm8k,truthfulqa_mc2"
+    plan, out = tmp_path / "plan", tmp_path / "out"
+    assert main(["plan", "--suite", *files, "--tasks", names, "--out", str(plan)]) == 0
+    samples = lm_eval(tasks, plan / "g_set.json", out, task=names)
+    args = ["plan", "--state", str(plan), "--precision", "0.05", "--max-budget", "15", "--precision-of", "mean"]
+    for k in (1, 2):
+        capsys.readouterr()
+        assert main([*args, "--samples", *map(str, samples)]) == 0
+        if not (plan / f"round_{k}.json").exists():
+            break
+        assert f"wrote {plan / f'round_{k}.json'}: round {k}" in capsys.readouterr().out
+        new = lm_eval(tasks, plan / f"round_{k}.json", out, task=names)
+        assert len(new) == 3
+        samples += new
+    assert main([*args, "--samples", *map(str, samples)]) == 0  # replayed: nothing more to ask
+    assert "reached: run 'tailoredbench estimate" in capsys.readouterr().out
+    assert main(["estimate", "--state", str(plan), "--samples", *map(str, samples), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["model"] == "dummy({})" and result["budget"] in (10, 15) and result["precision_of"] == "mean"
+    assert result["status"] in ("precision reached", "maximum budget reached")
+    assert [b["task"] for b in result["benchmarks"]] == names.split(",")
+    for row in [*result["benchmarks"], result["suite_mean"]]:
+        assert 0.0 <= row["interval_low"] <= row["estimate"] <= row["interval_high"] <= 1.0
+    capsys.readouterr()
+    assert main(["estimate", "--state", str(plan), "--samples", *map(str, samples)]) == 0
+    assert "(requested +-0.05 on mean)" in capsys.readouterr().out
+
+
+def test_rounds_planned_on_other_g_set_answers_are_refused_unless_forced(suite, tmp_path):
+    plan, _, model, first = suite
+    plan_suite_round(plan, first, 0.1, max_budget=20, round_size=4)
+    changed = [dict(results) for results in model]
+    g_sets = json.loads((plan / "g_set.json").read_text())
+    for b, task in enumerate(TASKS):  # SYNTHETIC: every G-set answer turned round
+        for doc_id in g_sets[task]:
+            changed[b][doc_id] = 1 - changed[b][doc_id]
+    (tmp_path / "again").mkdir()
+    other = answer(tmp_path / "again", plan / "g_set.json", changed, FIRST)  # the same model, answering otherwise
+    with pytest.raises(TailoredBenchError, match="differ from those the rounds were planned with"):
+        plan_suite_round(plan, other, 0.1, max_budget=20, round_size=4)
+    before = (plan / "round_1.json").read_text()
+    done = plan_suite_round(plan, other, 0.1, max_budget=20, round_size=4, force=True)
+    assert done["round"] == 1 and read_suite_state(plan).step.rounds == (8,)
+    assert (plan / "round_1.json").read_text() != before
