@@ -101,6 +101,19 @@ def tasks(tmp_path_factory):
     return write_tasks(tmp_path_factory.mktemp("tasks"))
 
 
+def write_suite_csvs(folder: Path) -> list[str]:
+    """SYNTHETIC source models of a three-benchmark suite (30 models, 40 items each), one CSV per benchmark."""
+    rng = np.random.default_rng(0)
+    ability, files = rng.random(30), []
+    for name, docs in (("arc", 1172), ("gsm8k", 1319), ("truthfulqa", 817)):
+        doc_ids = np.sort(rng.choice(docs, 40, replace=False))
+        values = (rng.random((30, 40)) < ability[:, None]).astype(int)
+        frame = pd.DataFrame(values, index=[f"m{i}" for i in range(30)], columns=[str(d) for d in doc_ids])
+        frame.to_csv(folder / f"{name}.csv")
+        files.append(str(folder / f"{name}.csv"))
+    return files
+
+
 def write_tasks(folder: Path) -> Path:
     """The local tasks arc_challenge, gsm8k and truthfulqa_mc2 in ``folder``, for lm-eval's ``--include_path``."""
     docs = folder / "docs.jsonl"
@@ -234,14 +247,7 @@ def test_fluid_rounds_to_a_precision_with_lm_eval(tasks, tmp_path, capsys):
 
 def test_a_suite_planned_at_once_through_lm_eval(tasks, tmp_path, capsys):
     """One lm-eval run of three tasks per step: --samples names them all, and each task's samples file is read."""
-    rng = np.random.default_rng(0)
-    ability, files = rng.random(30), []
-    for name, docs in (("arc", 1172), ("gsm8k", 1319), ("truthfulqa", 817)):  # SYNTHETIC source models
-        doc_ids = np.sort(rng.choice(docs, 40, replace=False))
-        values = (rng.random((30, 40)) < ability[:, None]).astype(int)
-        frame = pd.DataFrame(values, index=[f"m{i}" for i in range(30)], columns=[str(d) for d in doc_ids])
-        frame.to_csv(tmp_path / f"{name}.csv")
-        files.append(str(tmp_path / f"{name}.csv"))
+    files = write_suite_csvs(tmp_path)
     names = "arc_challenge,gsm8k,truthfulqa_mc2"
     plan, out = tmp_path / "plan", tmp_path / "out"
     assert main(["plan", "--suite", *files, "--tasks", names, "--out", str(plan)]) == 0

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_lm_eval_harness import lm_eval, write_tasks
+from test_lm_eval_harness import lm_eval, write_suite_csvs, write_tasks
 
 from tailoredbench import suite_workflow
 from tailoredbench.cli import main
@@ -531,14 +531,7 @@ def test_a_suite_in_rounds_to_a_precision_through_lm_eval(tmp_path, capsys):
     """Each round is one lm-eval run of the three tasks (its dummy model), read back until the plan is done."""
     (tmp_path / "tasks").mkdir()
     tasks = write_tasks(tmp_path / "tasks")
-    rng = np.random.default_rng(0)
-    ability, files = rng.random(30), []
-    for name, docs in (("arc", 1172), ("gsm8k", 1319), ("truthfulqa", 817)):  # SYNTHETIC source models
-        doc_ids = np.sort(rng.choice(docs, 40, replace=False))
-        values = (rng.random((30, 40)) < ability[:, None]).astype(int)
-        frame = pd.DataFrame(values, index=[f"m{i}" for i in range(30)], columns=[str(d) for d in doc_ids])
-        frame.to_csv(tmp_path / f"{name}.csv")
-        files.append(str(tmp_path / f"{name}.csv"))
+    files = write_suite_csvs(tmp_path)
     names = "arc_challenge,gsm8k,truthfulqa_mc2"
     plan, out = tmp_path / "plan", tmp_path / "out"
     assert main(["plan", "--suite", *files, "--tasks", names, "--out", str(plan)]) == 0
