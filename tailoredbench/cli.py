@@ -266,14 +266,43 @@ def _write_output(path: str, text: str, force: bool) -> None:
         raise TailoredBenchError(f"{path}: exists; add --force to replace it") from None
 
 
+def _set(value) -> bool:
+    return value is not None
+
+
+def _refuse(args, message: str, *flags: str, given=bool) -> None:
+    """The ``message`` error, ``{0}`` the first of ``flags`` whose value is ``given``, if there is one."""
+    for flag in flags:
+        if given(getattr(args, flag[2:].replace("-", "_"))):
+            raise TailoredBenchError(message.format(flag))
+
+
+def _output(args, results: pd.DataFrame, records: list, line) -> int:
+    """``--tidy``'s file if asked for, then the records as JSON (``--json``) or as ``line`` makes each one."""
+    if args.tidy:
+        _write_output(args.tidy, results.to_csv(index=False), args.force)
+    if args.json:
+        print(json.dumps(records[0] if len(records) == 1 else records, indent=None))
+    else:
+        for record in records:
+            print(line(record))
+    return 0
+
+
+def _noting(load, *args, **kwargs):
+    """``load(*args, **kwargs)``, each :class:`SuiteWarning` it gives printed as a note on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SuiteWarning)
+        loaded = load(*args, **kwargs)
+    for warning in caught:
+        print(f"tailoredbench: note: {warning.message}", file=sys.stderr)
+    return loaded
+
+
 def _check_precision_args(args) -> None:
     """--precision is a half-width and replaces --budget; --max-budget and --round-size go with it."""
     if args.precision is None:
-        given = [
-            flag for flag, value in (("--max-budget", args.max_budget), ("--round-size", args.round_size)) if value
-        ]
-        if given:
-            raise TailoredBenchError(f"{given[0]} applies with --precision only")
+        _refuse(args, "{0} applies with --precision only", "--max-budget", "--round-size")
         return
     args.precision = check_precision(args.precision)
     if args.budget:
@@ -286,11 +315,9 @@ def _simulate(args) -> int:
     check_distance(args.distance)
     if args.suite:
         return _simulate_suite(args)
-    given = [
-        flag for flag, value in (("--total-budget", args.total_budget), ("--precision-of", args.precision_of)) if value
-    ]
-    if given or args.suite_mode != "joint":
-        raise TailoredBenchError(f"{given[0] if given else '--suite-mode'} applies with --suite only")
+    _refuse(args, "{0} applies with --suite only", "--total-budget", "--precision-of")
+    if args.suite_mode != "joint":
+        raise TailoredBenchError("--suite-mode applies with --suite only")
     args.g_size = args.g_size or 10
     _check_output(args.tidy, args.force)
     _check_precision_args(args)
@@ -325,39 +352,38 @@ def _simulate(args) -> int:
     if args.precision is not None:
         return _simulate_precision(args, bench, common)
     sim = simulate(bench, budgets=args.budget, interval=None if args.no_interval else args.interval, **common)
-    if args.tidy:
-        _write_output(args.tidy, sim.results.to_csv(index=False), args.force)
     records = [
         _record(args, bench, row, sim.seconds_per_run, budget=int(row["budget"])) for _, row in sim.summary.iterrows()
     ]
-    if args.json:
-        _print_json(records)
-    else:
-        for r in records:
-            print(
-                f"{r['method']:<16} budget {r['budget']:>4}  MAE {r['mae']:.4f} ± {r['mae_se']:.4f}  "
-                f"tau {r['kendall_tau']:.3f} ± {r['kendall_tau_se']:.3f}  "
-                + (f"coverage {r['coverage']:.2f} (width {r['interval_width']:.3f})  " if "coverage" in r else "")
-                + f"({r['seconds_per_run']:.2f} s/run, {r['runs']} runs)"
-            )
-    return 0
+
+    def line(r: dict) -> str:
+        return (
+            f"{r['method']:<16} budget {r['budget']:>4}  MAE {r['mae']:.4f} ± {r['mae_se']:.4f}  "
+            f"tau {r['kendall_tau']:.3f} ± {r['kendall_tau_se']:.3f}  "
+            + (f"coverage {r['coverage']:.2f} (width {r['interval_width']:.3f})  " if "coverage" in r else "")
+            + f"({r['seconds_per_run']:.2f} s/run, {r['runs']} runs)"
+        )
+
+    return _output(args, sim.results, records, line)
+
+
+def _suite_record(suite, row, **settings) -> dict:
+    """One row of a suite's summary as ``simulate --suite --json`` prints it, ``settings`` after the benchmarks."""
+    return {
+        "method": row["method"],
+        "mode": row["mode"],
+        "suite": suite.name,
+        "benchmarks": list(suite.benchmarks),
+        **settings,
+        "n_source": suite.source[0].n_models,
+        "n_target": suite.target[0].n_models,
+    }
 
 
 def _simulate_suite(args) -> int:
     """``simulate --suite``: the suite's benchmarks planned at once (and/or one at a time)."""
-    refused = [
-        flag
-        for flag, value in (
-            ("--backend", args.backend),
-            ("--scheduler", args.scheduler),
-            ("--sample", args.sample),
-            ("--variant", args.variant),
-            ("--no-interval", args.no_interval),
-        )
-        if value
-    ]
-    if refused:
-        raise TailoredBenchError(f"{refused[0]} does not apply with --suite")
+    refused = ("--backend", "--scheduler", "--sample", "--variant", "--no-interval")
+    _refuse(args, "{0} does not apply with --suite", *refused)
     if args.budget and len(args.budget) > 1:
         raise TailoredBenchError("with --suite, --budget is one number: the items per benchmark")
     _check_output(args.tidy, args.force)
@@ -367,118 +393,58 @@ def _simulate_suite(args) -> int:
     if len(args.suite) == 1 and not registered and Path(args.suite[0]).suffix:
         raise TailoredBenchError(f"a suite needs two or more matrix files, got one: {args.suite[0]}")
     names = args.suite[0] if len(args.suite) == 1 else args.suite
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", SuiteWarning)
-        suite = load_suite(names, max_models=args.max_models, seed=args.seed, split=args.split)
-    for warning in caught:
-        print(f"tailoredbench: note: {warning.message}", file=sys.stderr)
+    suite = _noting(load_suite, names, max_models=args.max_models, seed=args.seed, split=args.split)
     modes = ["joint", "independent"] if args.suite_mode == "both" else [args.suite_mode]
+    common = {"runs": args.runs, "seed": args.seed, "n_jobs": args.jobs, "g_size": args.g_size or 5}
+    common.update(distance=args.distance, level=args.interval)
     if args.precision is not None:
-        return _simulate_suite_precision(args, suite, modes)
-    if args.precision_of or args.max_budget or args.round_size:
-        flag = "--precision-of" if args.precision_of else "--max-budget" if args.max_budget else "--round-size"
-        raise TailoredBenchError(f"{flag} applies with --precision only")
-    sim = simulate_suite(
-        suite,
-        args.method,
-        modes,
-        budget=args.budget[0] if args.budget else None,
-        total_budget=args.total_budget,
-        runs=args.runs,
-        seed=args.seed,
-        n_jobs=args.jobs,
-        g_size=args.g_size or 5,
-        distance=args.distance,
-        level=args.interval,
-    )
-    if args.tidy:
-        _write_output(args.tidy, sim.results.to_csv(index=False), args.force)
+        return _simulate_suite_precision(args, suite, modes, common)
+    _refuse(args, "{0} applies with --precision only", "--precision-of", "--max-budget", "--round-size")
+    budget = args.budget[0] if args.budget else None
+    sim = simulate_suite(suite, args.method, modes, budget=budget, total_budget=args.total_budget, **common)
     records = []
     for _, row in sim.summary.iterrows():
-        records.append(
-            {
-                "method": row["method"],
-                "mode": row["mode"],
-                "suite": suite.name,
-                "benchmarks": list(suite.benchmarks),
-                "budgets": sim.settings["budgets"],
-                "items": int(row["items"]),
-                "runs": int(row["runs"]),
-                "seed": args.seed,
-                "g_size": sim.settings["g_size"],
-                "distance": args.distance,
-                "n_source": suite.source[0].n_models,
-                "n_target": suite.target[0].n_models,
-                "n_items": list(suite.n_items),
-                **{k: float(row[k]) for k in ("mae", "mae_se", "suite_mae", "suite_mae_se")},
-                "mae_by_benchmark": [float(v) for v in row["mae_by_benchmark"]],
-                "interval_level": args.interval,
-                **{k: float(row[k]) for k in ("coverage", "coverage_se", "suite_coverage")},
-            }
+        settings = {"budgets": sim.settings["budgets"], "items": int(row["items"]), "runs": int(row["runs"])}
+        settings.update(seed=args.seed, g_size=sim.settings["g_size"], distance=args.distance)
+        record = _suite_record(suite, row, **settings)
+        record["n_items"] = list(suite.n_items)
+        record.update({k: float(row[k]) for k in ("mae", "mae_se", "suite_mae", "suite_mae_se")})
+        record.update(mae_by_benchmark=[float(v) for v in row["mae_by_benchmark"]], interval_level=args.interval)
+        records.append(record | {k: float(row[k]) for k in ("coverage", "coverage_se", "suite_coverage")})
+
+    def line(r: dict) -> str:
+        by = ", ".join(f"{b} {m:.4f}" for b, m in zip(r["benchmarks"], r["mae_by_benchmark"], strict=True))
+        return (
+            f"{r['method']:<18} {r['mode']:<11} {r['items']} items  MAE {r['mae']:.4f} ± {r['mae_se']:.4f} "
+            f"({by})  suite mean {r['suite_mae']:.4f}  coverage {r['coverage']:.2f}  ({r['runs']} runs)"
         )
-    if args.json:
-        _print_json(records)
-    else:
-        for r in records:
-            by = ", ".join(f"{b} {m:.4f}" for b, m in zip(r["benchmarks"], r["mae_by_benchmark"], strict=True))
-            print(
-                f"{r['method']:<18} {r['mode']:<11} {r['items']} items  MAE {r['mae']:.4f} ± {r['mae_se']:.4f} "
-                f"({by})  suite mean {r['suite_mae']:.4f}  coverage {r['coverage']:.2f}  ({r['runs']} runs)"
-            )
-    return 0
+
+    return _output(args, sim.results, records, line)
 
 
-def _simulate_suite_precision(args, suite, modes) -> int:
+def _simulate_suite_precision(args, suite, modes, common: dict) -> int:
     """``simulate --suite --precision``: rounds on every benchmark until every interval (or the mean's) is narrow."""
     if args.budget or args.total_budget:
         raise TailoredBenchError("give --precision or a budget, not both")
-    found = simulate_suite_precision(
-        suite,
-        args.precision,
-        args.method,
-        modes,
-        of=args.precision_of or "every",
-        max_budget=args.max_budget,
-        round_size=args.round_size or ROUND_SIZE,
-        runs=args.runs,
-        seed=args.seed,
-        n_jobs=args.jobs,
-        g_size=args.g_size or 5,
-        distance=args.distance,
-        level=args.interval,
-    )
-    if args.tidy:
-        _write_output(args.tidy, found.results.to_csv(index=False), args.force)
+    rounds = {"of": args.precision_of or "every", "max_budget": args.max_budget, "round_size": args.round_size}
+    rounds["round_size"] = rounds["round_size"] or ROUND_SIZE
+    found = simulate_suite_precision(suite, args.precision, args.method, modes, **rounds, **common)
     fields = ("items_mean", "items_p90", "precision_met", "mae", "suite_mae", "coverage", "suite_coverage", "factor")
-    records = [
-        {
-            "method": row["method"],
-            "mode": row["mode"],
-            "suite": suite.name,
-            "benchmarks": list(suite.benchmarks),
-            "precision": args.precision,
-            "of": row["of"],
-            "rounds": found.settings["rounds"],
-            "runs": int(row["runs"]),
-            "seed": args.seed,
-            "g_size": found.settings["g_size"],
-            "n_source": suite.source[0].n_models,
-            "n_target": suite.target[0].n_models,
-            "interval_level": args.interval,
-            **{k: float(row[k]) for k in fields},
-        }
-        for _, row in found.summary.iterrows()
-    ]
-    if args.json:
-        _print_json(records)
-    else:
-        for r in records:
-            print(
-                f"{r['method']:<14} {r['mode']:<11} ±{r['precision']} on {r['of']}: met for {r['precision_met']:.0%}, "
-                f"items mean {r['items_mean']:.1f} (p90 {r['items_p90']:.0f})  MAE {r['mae']:.4f}  "
-                f"suite mean {r['suite_mae']:.4f}  coverage {r['coverage']:.2f}  ({r['runs']} runs)"
-            )
-    return 0
+    records = []
+    for _, row in found.summary.iterrows():
+        settings = {"precision": args.precision, "of": row["of"], "rounds": found.settings["rounds"]}
+        settings.update(runs=int(row["runs"]), seed=args.seed, g_size=found.settings["g_size"])
+        record = _suite_record(suite, row, **settings)
+        records.append({**record, "interval_level": args.interval, **{k: float(row[k]) for k in fields}})
+
+    def line(r: dict) -> str:
+        return (
+            f"{r['method']:<14} {r['mode']:<11} ±{r['precision']} on {r['of']}: met for {r['precision_met']:.0%}, "
+            f"items mean {r['items_mean']:.1f} (p90 {r['items_p90']:.0f})  MAE {r['mae']:.4f}  "
+            f"suite mean {r['suite_mae']:.4f}  coverage {r['coverage']:.2f}  ({r['runs']} runs)"
+        )
+
+    return _output(args, found.results, records, line)
 
 
 def _record(args, bench, row, seconds: dict, **first) -> dict:
@@ -499,10 +465,6 @@ def _record(args, bench, row, seconds: dict, **first) -> dict:
     return {**record, "seconds_per_run": seconds[row["method"]]}
 
 
-def _print_json(records: list) -> None:
-    print(json.dumps(records[0] if len(records) == 1 else records, indent=None))
-
-
 def _simulate_precision(args, bench, common) -> int:
     """``simulate --precision``: every round once, then the stopping rule."""
     rounds = simulate_rounds(bench, max_budget=args.max_budget, step=args.round_size, level=args.interval, **common)
@@ -512,8 +474,6 @@ def _simulate_precision(args, bench, common) -> int:
         atlas = stop_atlas(rounds, bench.source.values, bench.target.values, args.precision)
         results = pd.concat([results, atlas.results], ignore_index=True)
         summary = pd.concat([summary, atlas.summary], ignore_index=True)
-    if args.tidy:  # one row per (run, method, target), with the items it used
-        _write_output(args.tidy, results.to_csv(index=False), args.force)
     settings = {"precision": args.precision, "max_budget": args.max_budget, "round_size": args.round_size}
     seconds = {**rounds.seconds_per_run, ATLAS: rounds.seconds_per_run.get("fluid", np.nan)}
     records = []
@@ -524,32 +484,38 @@ def _simulate_precision(args, bench, common) -> int:
         if row["method"] == ATLAS:
             record["se_threshold"] = float(row["se_threshold"])
         records.append(record)
-    if args.json:
-        _print_json(records)
+
+    def line(r: dict) -> str:
+        fixed = f"{r['fixed_budget']} items" if r["fixed_budget"] else f"none up to {r['max_budget']} items"
+        return (
+            f"{r['method']:<16} precision ±{r['precision']}: met for {r['precision_met']:.0%} of targets, "
+            f"items mean {r['items_mean']:.1f} (p90 {r['items_p90']:.0f}; a fixed budget for 90%: {fixed})  "
+            f"MAE {r['mae']:.4f}  coverage {r['coverage']:.2f}  "
+            f"({r['seconds_per_run']:.2f} s/run, {r['runs']} runs)"
+        )
+
+    return _output(args, results, records, line)  # --tidy: one row per (run, method, target), with its items
+
+
+def _next_run(tasks: str, samples: str) -> int:
+    print(f"next: lm-eval run ... --tasks {tasks} --samples {samples} --log_samples --output_path OUT")
+    return 0
+
+
+def _next_round(done: dict, state: str, more: str) -> int:
+    """What a round of the precision mode wrote, and what to run next (or that the rule has stopped)."""
+    if done["file"]:
+        print(f"wrote {done['file']}: round {done['round']}, {more}")
+        print(f"next: lm-eval run ... --samples {done['file']} --log_samples, then plan again with every samples file")
     else:
-        for r in records:
-            fixed = f"{r['fixed_budget']} items" if r["fixed_budget"] else f"none up to {r['max_budget']} items"
-            print(
-                f"{r['method']:<16} precision ±{r['precision']}: met for {r['precision_met']:.0%} of targets, "
-                f"items mean {r['items_mean']:.1f} (p90 {r['items_p90']:.0f}; a fixed budget for 90%: {fixed})  "
-                f"MAE {r['mae']:.4f}  coverage {r['coverage']:.2f}  "
-                f"({r['seconds_per_run']:.2f} s/run, {r['runs']} runs)"
-            )
+        print(f"{done['status']}: run 'tailoredbench estimate --state {state} --samples ...'")
     return 0
 
 
 def _plan(args) -> int:
     if args.suite or (args.state and is_suite_plan(args.state)):
         return _plan_suite(args)
-    suite_only = (
-        ("--tasks", args.tasks),
-        ("--metrics", args.metrics),
-        ("--jobs", args.jobs),
-        ("--precision-of", args.precision_of),
-    )
-    given = [flag for flag, value in suite_only if value]
-    if given:
-        raise TailoredBenchError(f"{given[0]} applies to a suite's plan only")
+    _refuse(args, "{0} applies to a suite's plan only", "--tasks", "--metrics", "--jobs", "--precision-of")
     args.g_size = args.g_size or 10
     _check_precision_args(args)
     if args.method is not None:
@@ -567,14 +533,19 @@ def _plan(args) -> int:
         options = {k: getattr(args, k) for k in ("task", "metric", "g_size", "distance", "force")}
         state = plan_g_set(args.benchmark, args.out, seed=args.seed or 0, **options)
         print(f"wrote {args.out}/{G_SET}: {len(state.g_set_doc_ids)} items of task {state.task} (the G-set)")
-        print(
-            f"next: lm-eval run ... --tasks {state.task} --samples {args.out}/{G_SET} --log_samples --output_path OUT"
-        )
-        return 0
+        return _next_run(state.task, f"{args.out}/{G_SET}")
     if args.precision is not None:
         if not args.samples:
             raise TailoredBenchError("plan --state --precision needs --samples FILE... (the G-set's and every round's)")
-        return _plan_round(args)
+        method = args.method or "tailoredbench"
+        options = {"seed": args.seed, "force": args.force, "method": method}
+        done = plan_round(args.state, args.samples, args.precision, args.max_budget, args.round_size, **options)
+        if "estimate" in done:
+            print(
+                f"after {done['items']} items: estimate {done['estimate']:.4f}, "
+                f"90% interval {done['low']:.4f}-{done['high']:.4f} (requested +-{done['precision']})"
+            )
+        return _next_round(done, args.state, f"{args.round_size} more items at most")
     if not args.samples or not args.budget:
         raise TailoredBenchError("plan --state needs --samples FILE... and --budget N (or --precision P)")
     step = plan_n_set(args.state, args.samples, args.budget, seed=args.seed, force=args.force).step
@@ -586,89 +557,54 @@ def _plan(args) -> int:
     return 0
 
 
+_ROUNDS_ONLY = ("--max-budget", "--round-size", "--method", "--precision-of")
+
+
 def _plan_suite(args) -> int:
     """``plan --suite`` (step 1), and ``plan --state`` on a suite's plan: step 2 or the precision mode's rounds."""
-    refused = [flag for flag, value in (("--task", args.task), ("--metric", args.metric)) if value is not None]
-    if refused:
-        hint = {"--task": "; name them with --tasks", "--metric": "; name them with --metrics"}[refused[0]]
-        raise TailoredBenchError(f"{refused[0]} does not apply to a suite's plan{hint}")
-    rounds_only = (
-        ("--max-budget", args.max_budget),
-        ("--round-size", args.round_size),
-        ("--method", args.method),
-        ("--precision-of", args.precision_of),
-    )
+    _refuse(args, "{0} does not apply to a suite's plan; name them with {0}s", "--task", "--metric", given=_set)
     if args.suite:
-        if args.budget or args.precision is not None:
-            flag = "--budget" if args.budget else "--precision"
-            raise TailoredBenchError(f"{flag} goes with plan --state, after the G-sets' lm-eval run")
-        given = [flag for flag, value in rounds_only if value is not None]
-        if given:
-            raise TailoredBenchError(f"{given[0]} goes with plan --state --precision, after the G-sets' lm-eval run")
-        if args.jobs:
-            raise TailoredBenchError("--jobs goes with plan --state --budget, where the weights are fitted")
+        after = "after the G-sets' lm-eval run"
+        _refuse(args, "{0} goes with plan --state, " + after, "--budget", "--precision", given=_set)
+        _refuse(args, "{0} goes with plan --state --precision, " + after, *_ROUNDS_ONLY, given=_set)
+        _refuse(args, "{0} goes with plan --state --budget, where the weights are fitted", "--jobs")
         if not args.out:
             raise TailoredBenchError("plan --suite needs --out FOLDER")
         suite = args.suite[0] if len(args.suite) == 1 else args.suite
         tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else None
         options = {"g_size": args.g_size or 5, "seed": args.seed or 0, "distance": args.distance, "force": args.force}
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", SuiteWarning)
-            state = plan_suite_g_set(suite, args.out, tasks=tasks, metrics=args.metrics, **options)
-        for warning in caught:
-            print(f"tailoredbench: note: {warning.message}", file=sys.stderr)
-        tasks = list(state.tasks)
-        print(f"wrote {args.out}/{G_SET}: {state.g_size} items of each of {len(tasks)} tasks (the G-sets)")
-        print(
-            f"next: lm-eval run ... --tasks {','.join(tasks)} --samples {args.out}/{G_SET} --log_samples "
-            "--output_path OUT"
-        )
-        return 0
-    if args.tasks or args.metrics:
-        raise TailoredBenchError(f"{'--tasks' if args.tasks else '--metrics'} goes with plan --suite")
+        state = _noting(plan_suite_g_set, suite, args.out, tasks=tasks, metrics=args.metrics, **options)
+        print(f"wrote {args.out}/{G_SET}: {state.g_size} items of each of {len(state.tasks)} tasks (the G-sets)")
+        return _next_run(",".join(state.tasks), f"{args.out}/{G_SET}")
+    _refuse(args, "{0} goes with plan --suite", "--tasks", "--metrics")
     if args.precision is not None:
         if args.budget:
             raise TailoredBenchError("give --precision or --budget, not both")
         if not args.samples:
             raise TailoredBenchError("plan --state --precision needs --samples FILE... (the G-sets' and every round's)")
         return _plan_suite_round(args)
-    given = [flag for flag, value in rounds_only if value is not None]
-    if given:
-        raise TailoredBenchError(f"{given[0]} applies with --precision only")
+    _refuse(args, "{0} applies with --precision only", *_ROUNDS_ONLY, given=_set)
     if not args.samples or not args.budget:
         raise TailoredBenchError(
             "plan --state needs --samples FILE... (every task's) and --budget N per benchmark (or --precision P)"
         )
-    state = plan_suite_n_set(
-        args.state, args.samples, args.budget, seed=args.seed, force=args.force, n_jobs=args.jobs or 1
-    )
+    options = {"seed": args.seed, "force": args.force, "n_jobs": args.jobs or 1}
+    state = plan_suite_n_set(args.state, args.samples, args.budget, **options)
     step = state.step
     assert isinstance(step, SuiteNSet)  # plan_suite_n_set's step
     print(
         f"wrote {args.state}/{N_SET}: the N-sets, {step.budget - state.g_size} more items of each of "
         f"{len(state.tasks)} tasks ({len(step.native_sources)} native source models)"
     )
-    print(
-        f"next: lm-eval run ... --tasks {','.join(state.tasks)} --samples {args.state}/{N_SET} --log_samples "
-        "--output_path OUT"
-    )
-    return 0
+    return _next_run(",".join(state.tasks), f"{args.state}/{N_SET}")
 
 
 def _plan_suite_round(args) -> int:
     """``plan --state --precision`` on a suite's plan: the next round of every task, or that it is done."""
-    done = plan_suite_round(
-        args.state,
-        args.samples,
-        args.precision,
-        of=args.precision_of or "every",
-        max_budget=args.max_budget,
-        round_size=args.round_size or ROUND_SIZE,
-        method=args.method or SUITE_ROUND_METHODS[0],
-        seed=args.seed,
-        force=args.force,
-        n_jobs=args.jobs or 1,
-    )
+    round_size = args.round_size or ROUND_SIZE
+    options = {"of": args.precision_of or "every", "max_budget": args.max_budget, "round_size": round_size}
+    options.update(method=args.method or SUITE_ROUND_METHODS[0], seed=args.seed, force=args.force)
+    done = plan_suite_round(args.state, args.samples, args.precision, n_jobs=args.jobs or 1, **options)
     tasks = [b["task"] for b in done.get("benchmarks", [])]
     watched = "the suite mean's interval" if done["precision_of"] == "mean" else "every benchmark's interval"
     if "suite_mean" in done:
@@ -681,36 +617,7 @@ def _plan_suite_round(args) -> int:
         wide = [b["task"] for b in done["benchmarks"] if b["halfwidth"] > done["precision"]]
         if wide and done["precision_of"] == "every":
             print("  still wider: " + ", ".join(wide))
-    if done["file"]:
-        print(f"wrote {done['file']}: round {done['round']}, up to {args.round_size or ROUND_SIZE} more items a task")
-        print(f"next: lm-eval run ... --samples {done['file']} --log_samples, then plan again with every samples file")
-    else:
-        print(f"{done['status']}: run 'tailoredbench estimate --state {args.state} --samples ...'")
-    return 0
-
-
-def _plan_round(args) -> int:
-    done = plan_round(
-        args.state,
-        args.samples,
-        args.precision,
-        args.max_budget,
-        args.round_size,
-        seed=args.seed,
-        force=args.force,
-        method=args.method or "tailoredbench",
-    )
-    if "estimate" in done:
-        print(
-            f"after {done['items']} items: estimate {done['estimate']:.4f}, "
-            f"90% interval {done['low']:.4f}-{done['high']:.4f} (requested +-{done['precision']})"
-        )
-    if done["file"]:
-        print(f"wrote {done['file']}: round {done['round']}, {args.round_size} more items at most")
-        print(f"next: lm-eval run ... --samples {done['file']} --log_samples, then plan again with every samples file")
-    else:
-        print(f"{done['status']}: run 'tailoredbench estimate --state {args.state} --samples ...'")
-    return 0
+    return _next_round(done, args.state, f"up to {round_size} more items a task")
 
 
 def _estimate(args) -> int:
@@ -731,18 +638,15 @@ def _estimate(args) -> int:
     return 0
 
 
-_SUITE_METHOD = {"tailored_plus": "TailoredBench+", "tailoredbench": "TailoredBench"}
-
-
 def _estimate_suite(args) -> int:
     result = estimate_suite(args.state, args.samples, seed=args.seed)
     if args.json:
         print(json.dumps(result))
         return 0
-    level = f"{result['interval_level']:.0%}"
+    method = {"tailored_plus": "TailoredBench+", "tailoredbench": "TailoredBench"}[result["method"]]
     print(
-        f"estimated accuracy ({_SUITE_METHOD[result['method']]}, joint) from {result['budget']} items of each of "
-        f"{len(result['benchmarks'])} tasks, with {level} intervals:"
+        f"estimated accuracy ({method}, joint) from {result['budget']} items of each of "
+        f"{len(result['benchmarks'])} tasks, with {result['interval_level']:.0%} intervals:"
     )
     rows = [(b["task"], b) for b in result["benchmarks"]] + [("suite mean", result["suite_mean"])]
     width = max(len(name) for name, _ in rows)
