@@ -221,9 +221,10 @@ def plotting():
     return plt, sns
 
 
-def _save(fig, path) -> None:
+def _save(fig, path):
     if path:  # "tight": a legend outside the axes is part of the picture
         fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    return fig
 
 
 def _line(ax, line: pd.DataFrame, metric: str, method: str, label: str, ms: int = 4, capsize: int = 2) -> None:
@@ -234,11 +235,12 @@ def _line(ax, line: pd.DataFrame, metric: str, method: str, label: str, ms: int 
     )
 
 
-def _tight(fig, path, dpi: int = 110) -> None:
+def _tight(fig, path, dpi: int = 110):
     if fig.get_layout_engine() is None:  # a constrained figure lays itself out; tight_layout would warn
         fig.tight_layout()
     if path:
         fig.savefig(path, dpi=dpi)
+    return fig
 
 
 def _legend_below(fig, entries: tuple[list, list], ncol: int | None = None) -> None:
@@ -267,6 +269,12 @@ def _first_handles(axes) -> tuple[list, list]:
     return list(found.values()), list(found)
 
 
+def _row(ncols: int, height: float, width: float = WIDTH, **kwargs):
+    """A row of ``ncols`` panels, ``width`` inches in all."""
+    plt, _ = plotting()
+    return plt.subplots(1, ncols, figsize=(width, height), layout="constrained", **kwargs)
+
+
 def _grid(n: int, ncols: int, panel_height: float, **kwargs):
     """``n`` panels in rows of ``ncols`` at notebook width; the last row's empty panels are returned apart."""
     plt, _ = plotting()
@@ -281,8 +289,7 @@ def _grid(n: int, ncols: int, panel_height: float, **kwargs):
 
 def plot_budget_curves(summary: pd.DataFrame, path: str | Path, title: str = ""):
     """MAE and Kendall's tau against budget, one line per method, ± one standard error."""
-    plt, _ = plotting()
-    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 4.4), layout="constrained")
+    fig, axes = _row(2, 4.4)
     panels = (("mae", "MAE (lower is better)"), ("kendall_tau", "Kendall's tau (higher is better)"))
     for ax, (metric, label) in zip(axes, panels, strict=True):
         for method in method_order(summary["method"]):
@@ -292,8 +299,7 @@ def plot_budget_curves(summary: pd.DataFrame, path: str | Path, title: str = "")
         ax.set_ylabel(label)
     _legend_below(fig, axes[0].get_legend_handles_labels(), ncol=5)
     fig.suptitle(f"{title} (mean over runs ± one standard error)" if title else "Mean over runs ± one standard error")
-    _save(fig, path)
-    return fig
+    return _save(fig, path)
 
 
 def plot_estimates(results: pd.DataFrame, path: str | Path, budget: int, run: int = 0, title: str = ""):
@@ -359,13 +365,7 @@ def plot_main_figure(table: pd.DataFrame, path: str | Path, title: str = ""):
         _legend_below(fig, (handles, labels), ncol=5)
     else:  # above the panels: in a tall figure, a legend at the bottom is far from the first rows
         fig.legend(handles, labels, loc="outside upper center", ncol=min(len(labels), 5), frameon=False)
-    _save(fig, path)
-    return fig
-
-
-def _axes(ncols: int = 1, width: float = 5.0, height: float = 3.6):
-    plt, _ = plotting()
-    return plt.subplots(1, ncols, figsize=(width * ncols, height), layout="constrained")
+    return _save(fig, path)
 
 
 def item_map(source: np.ndarray) -> np.ndarray:
@@ -381,7 +381,7 @@ def plot_native_sources(g_source, g_result, native, distance: str = "manhattan",
     to_sources, threshold = g_set_distances(g_source, g_result, distance=distance)
     order = np.argsort(to_sources[0], kind="stable")
     chosen = np.isin(order, np.asarray(native))
-    fig, ax = _axes(width=WIDTH * 0.8, height=4.2)
+    fig, ax = _row(1, 4.2, WIDTH * 0.8)
     x, height = np.arange(len(order)), to_sources[0, order]
     native_colour = METHOD_COLOURS["tailoredbench"]
     for mine, colour, label in ((chosen, native_colour, "native source"), (~chosen, "darkgrey", "other source")):
@@ -391,26 +391,24 @@ def plot_native_sources(g_source, g_result, native, distance: str = "manhattan",
     ax.axhline(threshold, color="black", ls="--", lw=1, label="mean distance over all pairs of models")
     ax.set(xlabel="source models, nearest to the target first", ylabel=f"{distance} distance on the G-set")
     _legend_below(fig, ax.get_legend_handles_labels(), ncol=3)
-    _save(fig, path)
-    return fig
+    return _save(fig, path)
 
 
 def plot_native_families(all_sources, native, path=None):
     """Families of the native source models against their share among all source models."""
-    fig, ax = _axes(width=WIDTH * 0.7, height=4.8)
+    fig, ax = _row(1, 4.8, WIDTH * 0.7)
     every = pd.Series([model_family(m) for m in all_sources]).value_counts(normalize=True)
     chosen = pd.Series([model_family(m) for m in native]).value_counts(normalize=True)
     frame = pd.DataFrame({"all sources": every, "native sources": chosen}).fillna(0).sort_values("all sources")
     frame.plot.barh(ax=ax, color=[NEUTRAL, METHOD_COLOURS["tailoredbench"]])
     ax.set(xlabel="share of models", ylabel="model family")
     ax.legend(loc="lower right")
-    _save(fig, path)
-    return fig
+    return _save(fig, path)
 
 
 def plot_calibration(native_mean, probe, results, path=None):
     """Per cluster: the native sources' mean on the medoid against the target's result, and the cluster size."""
-    fig, axes = _axes(ncols=2, width=WIDTH / 2)
+    fig, axes = _row(2, 3.6)
     sizes = np.bincount(probe.labels, minlength=len(probe.items))
     m_c = np.asarray(native_mean)[probe.items]
     y = np.asarray(results, dtype=float)
@@ -432,8 +430,7 @@ def plot_calibration(native_mean, probe, results, path=None):
     axes[1].legend([h for h, _ in shown], [t for _, t in shown], loc="upper left")
     axes[1].set(xlabel="cluster (G-set first)", ylabel="calibration factor")
     axes[1].set_title("(y_c + .5) / (m_c + .5)", fontsize=11)
-    _save(fig, path)
-    return fig
+    return _save(fig, path)
 
 
 def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, coverage: pd.DataFrame | None = None):
@@ -492,14 +489,13 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, cover
     handles, labels = _first_handles([*panels, bars])
     spare = [fig.add_subplot(grid[nrows - 1, i]) for i in range(len(benchmarks) - (nrows - 1) * ncols, ncols)]
     _legend_spare(fig, spare, (handles, labels))
-    _save(fig, path)
-    return fig
+    return _save(fig, path)
 
 
 def plot_arms(table: pd.DataFrame, path, x: str = "arm", title: str = "", hue: str = "benchmark", xlabel: str = ""):
     """MAE and tau per arm, ± one standard error: one line per benchmark and the mean over benchmarks in black."""
-    plt, sns = plotting()
-    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 4.2), layout="constrained")
+    _, sns = plotting()
+    fig, axes = _row(2, 4.2)
     order = list(dict.fromkeys(table[x].astype(str)))
     data = table.assign(**{x: table[x].astype(str)})
     groups = list(dict.fromkeys(data[hue]))
@@ -524,8 +520,7 @@ def plot_arms(table: pd.DataFrame, path, x: str = "arm", title: str = "", hue: s
         ax.set_xlabel(xlabel or x)
     _legend_below(fig, axes[0].get_legend_handles_labels(), ncol=6)
     fig.suptitle(title)
-    _save(fig, path)
-    return fig
+    return _save(fig, path)
 
 
 def plot_counts(table: pd.DataFrame, adaptive: np.ndarray, adaptive_mae: float, path, title: str = ""):
@@ -538,8 +533,7 @@ def plot_counts(table: pd.DataFrame, adaptive: np.ndarray, adaptive_mae: float, 
     ax.set(xlabel="native source models", ylabel="MAE")
     ax.set_title(title)
     ax.legend(fontsize=8)
-    _tight(fig, path, dpi=120)
-    return fig
+    return _tight(fig, path, dpi=120)
 
 
 def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets: int = 3):
@@ -561,18 +555,9 @@ def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets:
     rows, cols = grid.shape
     size = (min(WIDTH, max(7.0, 3.2 + 0.6 * cols)), max(4.4, 1.8 + 0.42 * rows))
     fig, ax = plt.subplots(figsize=size, layout="constrained")
-    sns.heatmap(
-        grid * 100,
-        annot=True,
-        fmt=".0f",
-        cmap="Blues",
-        vmin=0,
-        ax=ax,
-        linewidths=0.5,
-        linecolor="white",
-        annot_kws={"fontsize": 9},
-        cbar_kws={"label": "% of the row's native sources"},
-    )
+    cells = {"annot": True, "fmt": ".0f", "cmap": "Blues", "vmin": 0, "linewidths": 0.5, "linecolor": "white"}
+    colour_bar = {"label": "% of the row's native sources"}
+    sns.heatmap(grid * 100, ax=ax, annot_kws={"fontsize": 9}, cbar_kws=colour_bar, **cells)
     for k in range(len(families)):  # the diagonal: a family picked by its own
         ax.add_patch(plt.Rectangle((k, k), 1, 1, fill=False, edgecolor="black", lw=1.8))
     ax.axhline(rows - 1, color="black", lw=1.5)  # chance, below: not a target family
@@ -583,8 +568,7 @@ def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets:
     plt.setp(ax.get_xticklabels(), ha="right", rotation_mode="anchor")
     name = f"{title}: " if title else ""
     ax.set_title(f"{name}the families of each target family's native sources\n(% of them; outlined: its own family)")
-    _save(fig, path)
-    return fig
+    return _save(fig, path)
 
 
 def plot_embedding(
@@ -594,8 +578,7 @@ def plot_embedding(
 
     Compact where the coreset was chosen (sources), scattered where it is used (targets) if the two disagree.
     """
-    plt, _ = plotting()
-    fig, axes = plt.subplots(1, len(coords), figsize=(WIDTH, 4.6), squeeze=False, layout="constrained")
+    fig, axes = _row(len(coords), 4.6, squeeze=False)
     labels = np.asarray(labels, dtype=int)
     medoids = np.asarray(medoids, dtype=int)
     largest = np.argsort(-np.bincount(labels, minlength=len(medoids)), kind="stable")[:highlight]
@@ -610,8 +593,7 @@ def plot_embedding(
         ax.set(xticks=[], yticks=[])
     _legend_below(fig, axes[0, 0].get_legend_handles_labels(), ncol=3)
     fig.suptitle(f"{title}\n(the {highlight} largest clusters coloured, the others grey)" if title else "")
-    _save(fig, path)
-    return fig
+    return _save(fig, path)
 
 
 def plot_precision(table: pd.DataFrame, path: str | Path):
@@ -682,8 +664,7 @@ def plot_precision(table: pd.DataFrame, path: str | Path):
         "cross: no fixed budget up to the maximum",
     ]
     _legend_spare(fig, spare, (handles, labels))
-    _save(fig, path)
-    return fig
+    return _save(fig, path)
 
 
 def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title: str = "", *, method: str = ""):
@@ -709,8 +690,7 @@ def plot_followed(frame: pd.DataFrame, precision: float, path: str | Path, title
     right.legend(**below)
     if title:
         fig.suptitle(title)
-    _tight(fig, path)
-    return fig
+    return _tight(fig, path)
 
 
 # The walkthrough's figures
@@ -758,8 +738,7 @@ def plot_pipeline(path=None):
     arrow((xs[1] + width / 2, 0.95), (xs[1] + width / 2, y - 0.05), "G-set answers")
     arrow((xs[2] + 0.6, y - 0.05), (xs[2] + 0.6, 0.95), "asks the N-set")
     arrow((xs[3] + width / 2, 0.95), (xs[3] + width / 2, y - 0.05), "all its answers")
-    _tight(fig, path)
-    return fig
+    return _tight(fig, path)
 
 
 def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3, path=None, title: str = ""):
@@ -770,7 +749,7 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3
     cluster's colour, the rest grey; stars the G-set, diamonds the rest of the N-set.
     """
     plt, _ = plotting()
-    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 4.6), layout="constrained")
+    fig, axes = _row(2, 4.6)
     xy = item_map(np.asarray(embedded_by, dtype=float))
     labels = np.asarray(labels)
     medoids = np.concatenate([np.asarray(g_items, dtype=int), np.asarray(n_items, dtype=int)])
@@ -807,8 +786,7 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3
         handle.set_sizes([30])
     _legend_below(fig, (handles, names), ncol=3)
     fig.suptitle(f"the {len(shown)} largest of {len(medoids)} clusters in colour, each medoid ringed", fontsize=10)
-    _tight(fig, path)
-    return fig
+    return _tight(fig, path)
 
 
 def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None, strongest_source: float | None = None):
@@ -843,8 +821,7 @@ def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None,
     right.bar(range(2), means, yerr=ses, capsize=4, color=[WALKTHROUGH_COLOURS[label] for label in errors])
     right.set_xticks(range(2), ["calibrated\nestimate", "plain mean\nof the probe"])
     right.set_ylabel("MAE over the targets (± se)")
-    _tight(fig, path)
-    return fig
+    return _tight(fig, path)
 
 
 #: The suite figure's MAE ticks (a logarithmic axis): those within its range are labelled.
@@ -862,14 +839,8 @@ def plot_suite_gains(gains: Mapping[str, pd.DataFrame], path: str | Path, titles
     plt, _ = plotting()
     names = list(gains)
     groups = {s: list(dict.fromkeys(gains[s]["benchmark"])) for s in names}
-    fig, axes = plt.subplots(
-        1,
-        len(names),
-        figsize=(WIDTH, 4.8),
-        layout="constrained",
-        squeeze=False,
-        gridspec_kw={"width_ratios": [len(groups[s]) + 0.6 for s in names]},
-    )
+    ratios = [len(groups[s]) + 0.6 for s in names]
+    fig, axes = _row(len(names), 4.8, squeeze=False, gridspec_kw={"width_ratios": ratios})
     methods: list[str] = []
     for ax, suite in zip(axes[0], names, strict=True):
         table = gains[suite]
@@ -928,5 +899,4 @@ def plot_suite_gains(gains: Mapping[str, pd.DataFrame], path: str | Path, titles
     ]
     labels += ["hollow: independent", "filled: joint"]
     _legend_below(fig, (handles, labels), ncol=len(labels))
-    _save(fig, path)
-    return fig
+    return _save(fig, path)
