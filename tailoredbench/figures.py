@@ -227,12 +227,16 @@ def _save(fig, path):
     return fig
 
 
-def _line(ax, line: pd.DataFrame, metric: str, method: str, label: str, ms: int = 4, capsize: int = 2) -> None:
-    """One method's ``metric`` against budget, ± one standard error, in its colour and marker."""
-    yerr, colour, marker = line.get(f"{metric}_se"), method_colour(method), method_marker(method)
-    ax.errorbar(
-        line["budget"], line[metric], yerr=yerr, marker=marker, ms=ms, capsize=capsize, color=colour, label=label
-    )
+def _lines(
+    ax, table: pd.DataFrame, metric: str, labels: Mapping, ms: int = 4, capsize: int = 2, skip_empty: bool = False
+) -> None:
+    """Each method's ``metric`` against budget, ± one standard error, in its colour and marker; ``labels`` maps
+    the methods, in order, to their labels (an empty line still makes a legend entry unless ``skip_empty``)."""
+    for method, label in labels.items():
+        line = table[table["method"] == method].sort_values("budget")
+        if len(line) or not skip_empty:
+            style = {"marker": method_marker(method), "ms": ms, "capsize": capsize, "color": method_colour(method)}
+            ax.errorbar(line["budget"], line[metric], yerr=line.get(f"{metric}_se"), label=label, **style)
 
 
 def _tight(fig, path, dpi: int = 110):
@@ -292,8 +296,7 @@ def plot_budget_curves(summary: pd.DataFrame, path: str | Path, title: str = "")
     fig, axes = _row(2, 4.4)
     panels = (("mae", "MAE (lower is better)"), ("kendall_tau", "Kendall's tau (higher is better)"))
     for ax, (metric, label) in zip(axes, panels, strict=True):
-        for method in method_order(summary["method"]):
-            _line(ax, summary[summary["method"] == method].sort_values("budget"), metric, method, method, 5, 3)
+        _lines(ax, summary, metric, {m: m for m in method_order(summary["method"])}, 5, 3)
         ax.set_xticks(sorted(summary["budget"].unique()))
         ax.set_xlabel("budget (items answered per target)")
         ax.set_ylabel(label)
@@ -344,7 +347,7 @@ def plot_main_figure(table: pd.DataFrame, path: str | Path, title: str = ""):
     """
     plt, _ = plotting()
     benchmarks = list(dict.fromkeys(table["benchmark"]))
-    methods = method_order(table["method"])
+    methods = {m: m for m in method_order(table["method"])}
     metrics = (("mae", "MAE", "lower is better"), ("kendall_tau", "Kendall's tau", "higher is better"))
     fig, axes = plt.subplots(
         len(benchmarks), 2, figsize=(WIDTH, 2.4 * len(benchmarks) + 1.0), squeeze=False, layout="constrained"
@@ -353,8 +356,7 @@ def plot_main_figure(table: pd.DataFrame, path: str | Path, title: str = ""):
         part = table[table["benchmark"] == name]
         for col, (metric, label, better) in enumerate(metrics):
             ax = axes[row, col]
-            for method in methods:
-                _line(ax, part[part["method"] == method].sort_values("budget"), metric, method, method)
+            _lines(ax, part, metric, methods)
             ax.set_xticks(sorted(part["budget"].unique()))
             ax.set_title(f"{name}: {label} ({better})", fontsize=11)
             ax.set_ylabel(f"{label} (± s.e.)")
@@ -451,10 +453,7 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, cover
     panels = [fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(len(benchmarks))]
     for ax, name in zip(panels, benchmarks, strict=True):
         part = data[data["benchmark"] == name]
-        for method in order:
-            line = part[part["method"] == method].sort_values("budget")
-            if len(line):
-                _line(ax, line, "mae", method, methods[method])
+        _lines(ax, part, "mae", {m: methods[m] for m in order}, skip_empty=True)
         ax.set_xticks(sorted(part["budget"].unique()))
         ax.set_title(name, fontsize=11)
         ax.set(xlabel="budget (items)", ylabel="MAE (± s.e.)")
