@@ -310,19 +310,9 @@ def plot_estimates(results: pd.DataFrame, path: str | Path, budget: int, run: in
     _, sns = plotting()
     data = results[(results["budget"] == budget) & (results["run"] == run)]
     methods = method_order(data["method"])
-    grid = sns.relplot(
-        data=data,
-        x="true",
-        y="estimate",
-        col="method",
-        col_order=methods,
-        col_wrap=min(3, len(methods)),
-        height=WIDTH / 3,
-        s=25,
-        hue="method",
-        palette={m: method_colour(m) for m in methods},
-        legend=False,
-    )
+    panels = {"col": "method", "col_order": methods, "col_wrap": min(3, len(methods)), "height": WIDTH / 3}
+    palette = {m: method_colour(m) for m in methods}
+    grid = sns.relplot(data=data, x="true", y="estimate", s=25, hue="method", palette=palette, legend=False, **panels)
     # the range of the data (POPE's models all sit near 0.85), with no tick at an edge where panels meet
     values = np.concatenate([data["true"].to_numpy(), data["estimate"].to_numpy()])
     low, high = max(0.0, float(values.min()) - 0.03), min(1.0, float(values.max()) + 0.03)
@@ -617,18 +607,9 @@ def plot_precision(table: pd.DataFrame, path: str | Path):
             c, edge = method_colour(method), method_edge(method)
             below = 0.1 * (edge != c)  # a light method's outlined line, wider, goes under the others'
             short = rows["precision_met"].to_numpy() < 0.9
+            solid = {"marker": "o", "ms": 5, "mec": edge, "capsize": 2.5, "path_effects": _cased(method, 1.5)}
             ax.errorbar(
-                x,
-                rows["items_mean"],
-                yerr=rows.get("items_se"),
-                color=c,
-                ecolor=edge,
-                marker="o",
-                ms=5,
-                mec=edge,
-                capsize=2.5,
-                path_effects=_cased(method, 1.5),
-                zorder=2 - below,
+                x, rows["items_mean"], yerr=rows.get("items_se"), color=c, ecolor=edge, zorder=2 - below, **solid
             )
             mean = rows["items_mean"].to_numpy()
             hollow = {"s": 80, "facecolors": "white", "edgecolors": edge, "linewidths": 1.2, "zorder": 3 - below}
@@ -855,21 +836,12 @@ def plot_suite_gains(gains: Mapping[str, pd.DataFrame], path: str | Path, titles
             style = {"ls": "none", "marker": marker, "ms": 6.5, "capsize": 2, "ecolor": edge, "mec": edge}
             ax.errorbar(x, rows["independent"], yerr=rows["independent_se"], mfc="white", zorder=2, **style)
             ax.errorbar(x, rows["joint"], yerr=rows["joint_se"], mfc=colour, zorder=3, **style)
+            ratio = {"xytext": (0, -9), "textcoords": "offset points", "ha": "center", "va": "top", "rotation": 90}
             for at, row in zip(x, rows.itertuples(), strict=True):
                 tie = row.verdict != "gain"
                 below = min(row.joint - row.joint_se, row.independent - row.independent_se)
-                ax.annotate(
-                    f"{row.ratio:.2f}",
-                    (at, below),
-                    xytext=(0, -9),
-                    textcoords="offset points",
-                    ha="center",
-                    va="top",
-                    fontsize=9,
-                    rotation=90,
-                    color=NEUTRAL if tie else edge,
-                    style="italic" if tie else "normal",
-                )
+                shown = {"color": NEUTRAL if tie else edge, "style": "italic" if tie else "normal"}
+                ax.annotate(f"{row.ratio:.2f}", (at, below), fontsize=9, **ratio, **shown)
         ax.set_yscale("log")
         low = min((table[m] - table[f"{m}_se"]).min() for m in ("joint", "independent"))
         high = max((table[m] + table[f"{m}_se"]).max() for m in ("joint", "independent"))
