@@ -426,8 +426,8 @@ def _simulate_suite_precision(args, suite, modes, common: dict) -> int:
     """``simulate --suite --precision``: rounds on every benchmark until every interval (or the mean's) is narrow."""
     if args.budget or args.total_budget:
         raise TailoredBenchError("give --precision or a budget, not both")
-    rounds = {"of": args.precision_of or "every", "max_budget": args.max_budget, "round_size": args.round_size}
-    rounds["round_size"] = rounds["round_size"] or ROUND_SIZE
+    of, round_size = args.precision_of or "every", args.round_size or ROUND_SIZE
+    rounds = {"of": of, "max_budget": args.max_budget, "round_size": round_size}
     found = simulate_suite_precision(suite, args.precision, args.method, modes, **rounds, **common)
     fields = ("items_mean", "items_p90", "precision_met", "mae", "suite_mae", "coverage", "suite_coverage", "factor")
     records = []

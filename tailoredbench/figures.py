@@ -628,22 +628,14 @@ def plot_precision(table: pd.DataFrame, path: str | Path):
         ax.yaxis.set_tick_params(labelleft=True)
     line = plt.Line2D
     handles = [line([], [], color=method_colour(m), lw=3, path_effects=_cased(m, 3)) for m in methods]
-    labels = list(methods)
-    handles += [
-        line([], [], color="black", marker="o", ms=5),
-        line([], [], color="black", ls="--", marker="s", ms=4),
-        line([], [], color=NEUTRAL, ls="-.", lw=1),
-        line([], [], ls="none", marker="o", mfc="white", mec="black", ms=9),
-        line([], [], ls="none", marker="X", color="black", ms=7),
-    ]
-    labels += [
-        "sequential mode: mean items asked",
-        "fixed budget: 90% of targets there",
-        "maximum budget",
-        "hollow: < 90% of targets reach it",
-        "cross: no fixed budget up to the maximum",
-    ]
-    _legend_spare(fig, spare, (handles, labels))
+    keys = {
+        "sequential mode: mean items asked": line([], [], color="black", marker="o", ms=5),
+        "fixed budget: 90% of targets there": line([], [], color="black", ls="--", marker="s", ms=4),
+        "maximum budget": line([], [], color=NEUTRAL, ls="-.", lw=1),
+        "hollow: < 90% of targets reach it": line([], [], ls="none", marker="o", mfc="white", mec="black", ms=9),
+        "cross: no fixed budget up to the maximum": line([], [], ls="none", marker="X", color="black", ms=7),
+    }
+    _legend_spare(fig, spare, ([*handles, *keys.values()], [*methods, *keys]))
     return _save(fig, path)
 
 
