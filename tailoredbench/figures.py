@@ -855,11 +855,9 @@ def plot_suite_gains(gains: Mapping[str, pd.DataFrame], path: str | Path, titles
     handles = [
         line([], [], color=method_colour(m), marker=method_marker(m), mec=method_edge(m), lw=1.6) for m in methods
     ]
-    labels = list(methods)
-    handles += [
-        line([], [], ls="none", marker="o", mfc="white", mec="black", ms=6.5),
-        line([], [], ls="none", marker="o", color="black", ms=6.5),
-    ]
-    labels += ["hollow: independent", "filled: joint"]
-    _legend_below(fig, (handles, labels), ncol=len(labels))
+    keys = {
+        "hollow: independent": line([], [], ls="none", marker="o", mfc="white", mec="black", ms=6.5),
+        "filled: joint": line([], [], ls="none", marker="o", color="black", ms=6.5),
+    }
+    _legend_below(fig, ([*handles, *keys.values()], [*methods, *keys]), ncol=len(methods) + len(keys))
     return _save(fig, path)
