@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -37,8 +38,8 @@ class Benchmark:
 _GSM8K = "marvelcell/TailoredBench"
 _GSM8K_DIR = "BenchmarkDatasets/gsm8k"
 _ARC = "socialfoundations/benchmark-prediction"
-_ATLAS = "Peiyu-Georgia-Li/ATLAS"
-_ATLAS_ZIP = "experiments/baseline_compare/tinybenchmark_calibration/response_matrices.zip"
+#: ATLAS's response matrices of the tinyBenchmarks subsets: (repo, path) of the zip.
+ATLAS_ZIP = ("Peiyu-Georgia-Li/ATLAS", "experiments/baseline_compare/tinybenchmark_calibration/response_matrices.zip")
 _PSN = "Joe-Hall-Lee/PSN-IRT"
 
 
@@ -59,7 +60,8 @@ def _gsm8k() -> tuple[ResponseMatrix, ResponseMatrix, dict]:
     return parts["source"], parts["target"], info
 
 
-def _full_matrix_arc() -> tuple[ResponseMatrix, dict]:
+def arc_challenge_matrix() -> tuple[ResponseMatrix, dict]:
+    """ARC-Challenge's full matrix (Open LLM Leaderboard v2 models), exact duplicate rows dropped, and provenance."""
     scores_path, names_path = "data/scores/arc_challenge.jbl", "data/scores/arc_challenge_models.jbl"
     where = f"{_ARC}/{scores_path}"
     values = validate_binary(read_joblib(fetch(_ARC, scores_path)), where)
@@ -81,22 +83,23 @@ def _full_matrix_arc() -> tuple[ResponseMatrix, dict]:
     return matrix, info
 
 
-def _atlas(member: str, label: str) -> Callable[[], tuple[ResponseMatrix, dict]]:
-    def build():
-        frame = read_zip_csv(fetch(_ATLAS, _ATLAS_ZIP), member)
-        models, items = tuple(frame.index.astype(str)), tuple(int(c) for c in frame.columns)
-        where = f"{_ATLAS}/{_ATLAS_ZIP}:{member}"
-        matrix = ResponseMatrix(frame.to_numpy(dtype=np.float64), models, items, source=where)
-        info = {
-            "description": f"{label}: the tinyBenchmarks anchor items only (not the full benchmark), "
-            "thousands of Open LLM Leaderboard v1 models, from ATLAS.",
-            "n_models_upstream": matrix.n_models,
-            "files": file_records((_ATLAS, _ATLAS_ZIP)),
-            "member": member,
-        }
-        return matrix, info
+def atlas_matrix(member: str) -> ResponseMatrix:
+    """One tinyBenchmarks subset of :data:`ATLAS_ZIP`: its models, and its items by their lm-eval doc_ids."""
+    frame = read_zip_csv(fetch(*ATLAS_ZIP), member)
+    models, items = tuple(frame.index.astype(str)), tuple(int(c) for c in frame.columns)
+    return ResponseMatrix(frame.to_numpy(dtype=np.float64), models, items, source=f"{'/'.join(ATLAS_ZIP)}:{member}")
 
-    return build
+
+def _atlas(member: str, label: str) -> tuple[ResponseMatrix, dict]:
+    matrix = atlas_matrix(member)
+    info = {
+        "description": f"{label}: the tinyBenchmarks anchor items only (not the full benchmark), "
+        "thousands of Open LLM Leaderboard v1 models, from ATLAS.",
+        "n_models_upstream": matrix.n_models,
+        "files": file_records(ATLAS_ZIP),
+        "member": member,
+    }
+    return matrix, info
 
 
 def _hellaswag_full12() -> tuple[ResponseMatrix, dict]:
@@ -160,7 +163,7 @@ SPECS: dict[str, BenchmarkSpec] = {
         _spec(
             "arc_challenge",
             "ARC-Challenge",
-            _full_matrix_arc,
+            arc_challenge_matrix,
             "ARC-Challenge test, 1172 items (`acc_norm`, harness doc_id order), 218 named Open LLM Leaderboard "
             "(v2 harness) models from `socialfoundations/benchmark-prediction` (MIT); 9 exact duplicate rows dropped "
             "(first name kept), leaving 209 models: 104 source and 105 target by the accuracy-stratified interleave.",
@@ -171,7 +174,7 @@ SPECS: dict[str, BenchmarkSpec] = {
         _spec(
             "hellaswag",
             "HellaSwag (tinyHellaswag items)",
-            _atlas("response_matrix_tinyhellaswag.csv", "HellaSwag (tinyHellaswag, 97 items)"),
+            partial(_atlas, "response_matrix_tinyhellaswag.csv", "HellaSwag (tinyHellaswag, 97 items)"),
             "HellaSwag as ATLAS's tinyHellaswag matrix (`Peiyu-Georgia-Li/ATLAS`): 3467 Open LLM Leaderboard v1 "
             "models x the 97 tinyBenchmarks anchor items, not the full 10042; a seeded subsample of 300 models "
             "(`max_models`), split 150 source / 150 target by the accuracy-stratified interleave.",
@@ -196,7 +199,7 @@ SPECS: dict[str, BenchmarkSpec] = {
         _spec(
             "winogrande",
             "Winogrande (tinyWinogrande items)",
-            _atlas("response_matrix_tinywinogrande.csv", "Winogrande (tinyWinogrande, 100 items)"),
+            partial(_atlas, "response_matrix_tinywinogrande.csv", "Winogrande (tinyWinogrande, 100 items)"),
             "Winogrande as ATLAS's tinyWinogrande matrix (`Peiyu-Georgia-Li/ATLAS`): 4680 Open LLM Leaderboard "
             "v1 models x the 100 tinyBenchmarks anchor items, not the full 1267; a seeded subsample of 300 models "
             "(`max_models`), split 150 source / 150 target by the accuracy-stratified interleave.",

@@ -43,18 +43,6 @@ def task_of(path: str | Path) -> str | None:
     return match.group("task") if match else None
 
 
-def _metric_parts(metric: str) -> tuple[str, str | None]:
-    """A metric as lm-eval names it, ``"exact_match,strict-match"``: its name and the filter (None if none).
-
-    >>> _metric_parts("exact_match,strict-match")
-    ('exact_match', 'strict-match')
-    >>> _metric_parts("acc")
-    ('acc', None)
-    """
-    name, comma, applied = metric.partition(",")
-    return name, (applied if comma else None)
-
-
 def metric_threshold(metric: str) -> tuple[str, float | None]:
     """A metric and the threshold it names after ``>`` (None if none): a score above it counts as right.
 
@@ -76,7 +64,7 @@ def metric_threshold(metric: str) -> tuple[str, float | None]:
 
 
 def _metric_value(record: dict, metric: str, where: str, threshold: float | None = None) -> float:
-    name, _ = _metric_parts(metric)
+    name = metric.partition(",")[0]
     if metric in record:
         value = record[metric]
     elif name in record:  # the key lacks the filter the metric names: the line is of that filter
@@ -187,9 +175,9 @@ def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict
         if applied is not None and not isinstance(applied, str):
             raise DataError(f"{path}: line {number} has filter {applied!r}, not a name")
         by_filter.setdefault(_unfiltered(applied), []).append((number, record))
-    _, wanted = _metric_parts(metric)  # the filter the metric names
+    _, comma, wanted = metric.partition(",")  # the filter the metric names, if any
     in_filter = ""
-    if wanted is not None and set(by_filter) != {None}:  # lines that carry no filter: the name is in the key
+    if comma and set(by_filter) != {None}:  # lines that carry no filter: the name is in the key
         if _unfiltered(wanted) not in by_filter:
             raise DataError(f"{path}: no samples of filter '{wanted}'; the file has {_filters(by_filter)}")
         records, in_filter = by_filter[_unfiltered(wanted)], f" in filter '{wanted}'"

@@ -77,14 +77,12 @@ class ResponseMatrix:
         """A seeded random subset of at most ``max_models`` models, in their original order."""
         if max_models is None or self.n_models <= max_models:
             return self
-        rows = np.sort(np.random.default_rng(seed).choice(self.n_models, max_models, replace=False))
-        return self.take_models(rows)
+        return self.take_models(subsample_rows(self.n_models, max_models, seed))
 
-    def drop_duplicate_models(self) -> tuple[ResponseMatrix, list[str]]:
-        """Drop exact duplicate rows, keeping the first model of each; returns the dropped ids."""
-        keep = distinct_rows(self.values)
-        dropped = [m for i, m in enumerate(self.models) if i not in set(keep.tolist())]
-        return self.take_models(keep), dropped
+
+def subsample_rows(n: int, max_models: int, seed: int) -> np.ndarray:
+    """``max_models`` of ``n`` rows drawn with ``seed``, in their original order."""
+    return np.sort(np.random.default_rng(seed).choice(n, max_models, replace=False))
 
 
 def distinct_rows(values: np.ndarray) -> np.ndarray:
@@ -234,23 +232,27 @@ def _read_csv(path: Path) -> ResponseMatrix:
     return ResponseMatrix(values, tuple(models), tuple(header), source=str(path))
 
 
+def split_rows(accuracy: np.ndarray, how: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Source and target rows: ``"interleave"`` sorts models by ``accuracy`` (stable) and takes them alternately
+    as target and source; ``"random"`` is a random half seeded by ``seed``."""
+    n = len(accuracy)
+    if how == "interleave":
+        order = np.argsort(accuracy, kind="stable")
+        return order[1::2], order[0::2]
+    if how == "random":
+        order = np.random.default_rng(seed).permutation(n)
+        return np.sort(order[n // 2 :]), np.sort(order[: n // 2])
+    raise TailoredBenchError(f"unknown split {how!r}; use 'interleave' or 'random'")
+
+
 def split_models(
     matrix: ResponseMatrix, how: str = "interleave", seed: int = 0
 ) -> tuple[ResponseMatrix, ResponseMatrix]:
-    """Split models into source (full results known) and target (to be estimated).
-
-    ``how="interleave"`` is the paper's accuracy-stratified scheme: models sorted by accuracy
-    (stable), alternately target and source; ``"random"`` is a random half seeded by ``seed``.
-    """
-    n = matrix.n_models
-    if n < 4:
-        raise TailoredBenchError(f"{matrix.source}: {n} models; a split needs at least 4 (2 source, 2 target)")
-    if how == "interleave":
-        order = np.argsort(matrix.accuracy(), kind="stable")
-        target_rows, source_rows = order[0::2], order[1::2]
-    elif how == "random":
-        order = np.random.default_rng(seed).permutation(n)
-        target_rows, source_rows = np.sort(order[: n // 2]), np.sort(order[n // 2 :])
-    else:
-        raise TailoredBenchError(f"unknown split {how!r}; use 'interleave' or 'random'")
+    """Split models into source (full results known) and target (to be estimated), by :func:`split_rows`:
+    ``"interleave"`` is the paper's accuracy-stratified scheme."""
+    if matrix.n_models < 4:
+        raise TailoredBenchError(
+            f"{matrix.source}: {matrix.n_models} models; a split needs at least 4 (2 source, 2 target)"
+        )
+    source_rows, target_rows = split_rows(matrix.accuracy(), how, seed)
     return matrix.take_models(source_rows), matrix.take_models(target_rows)

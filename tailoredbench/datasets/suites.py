@@ -15,13 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import TailoredBenchError, check_integer
-from .benchmarks import _full_matrix_arc
-from .files import fetch
-from .matrix import ResponseMatrix, load_matrix
-from .readers import file_records, read_zip_csv
+from .benchmarks import ATLAS_ZIP, arc_challenge_matrix, atlas_matrix
+from .matrix import ResponseMatrix, load_matrix, split_rows, subsample_rows
+from .readers import file_records
 
-_ATLAS = "Peiyu-Georgia-Li/ATLAS"
-_ATLAS_ZIP = "experiments/baseline_compare/tinybenchmark_calibration/response_matrices.zip"
 #: The five tinyBenchmarks subsets of the Open LLM Leaderboard (v1), as ATLAS's response matrices hold them.
 _TINY = {
     "arc": "response_matrix_tinyarc.csv",
@@ -101,35 +98,21 @@ def split_suite(
 ) -> Suite:
     """Source and target models, as :func:`~tailoredbench.datasets.matrix.split_models` splits one matrix
     (``"interleave"``: sorted by the models' mean accuracy over the suite's benchmarks; ``"random"``: halves)."""
-    n = matrices[0].n_models
-    if how == "interleave":
-        order = np.argsort(np.mean([m.accuracy() for m in matrices], axis=0), kind="stable")
-        target_rows, source_rows = order[0::2], order[1::2]
-    elif how == "random":  # as split_models draws it
-        order = np.random.default_rng(provenance.get("split_seed", 0)).permutation(n)
-        target_rows, source_rows = np.sort(order[: n // 2]), np.sort(order[n // 2 :])
-    else:
-        raise TailoredBenchError(f"unknown split {how!r}; use 'interleave' or 'random'")
+    accuracy = np.mean([m.accuracy() for m in matrices], axis=0)
+    source_rows, target_rows = split_rows(accuracy, how, provenance.get("split_seed", 0))
     source = tuple(m.take_models(source_rows) for m in matrices)
     target = tuple(m.take_models(target_rows) for m in matrices)
     split = "interleave (accuracy-stratified)" if how == "interleave" else "random"
     return Suite(name, tuple(names), source, target, {**provenance, "split": split})
 
 
-def _tiny_matrix(member: str) -> ResponseMatrix:
-    """One tinyBenchmarks subset: its models, and its items by their lm-eval doc_ids in the full benchmark."""
-    frame = read_zip_csv(fetch(_ATLAS, _ATLAS_ZIP), member)
-    models, items = tuple(frame.index.astype(str)), tuple(int(c) for c in frame.columns)
-    return ResponseMatrix(frame.to_numpy(dtype=np.float64), models, items, source=f"{_ATLAS}/{_ATLAS_ZIP}:{member}")
-
-
 def _open_llm_tiny() -> tuple[list[str], list[ResponseMatrix], dict]:
-    matrices = [_tiny_matrix(member) for member in _TINY.values()]
+    matrices = [atlas_matrix(member) for member in _TINY.values()]
     info = {
         "description": "The five tinyBenchmarks subsets of the Open LLM Leaderboard v1 (ARC, GSM8K, HellaSwag, "
         "TruthfulQA, Winogrande; 97-100 anchor items each) from ATLAS's response matrices, the models that "
         "answered all five.",
-        "files": file_records((_ATLAS, _ATLAS_ZIP)),
+        "files": file_records(ATLAS_ZIP),
     }
     return list(_TINY), matrices, info
 
@@ -137,12 +120,12 @@ def _open_llm_tiny() -> tuple[list[str], list[ResponseMatrix], dict]:
 def _arc_truthfulqa() -> tuple[list[str], list[ResponseMatrix], dict]:
     """ARC-Challenge in full (Open LLM Leaderboard v2 harness) with tinyTruthfulQA (v1): a suite across
     leaderboards, for the models both list by the same name."""
-    arc, arc_info = _full_matrix_arc()
-    truthfulqa = _tiny_matrix(_TINY["truthfulqa"])
+    arc, arc_info = arc_challenge_matrix()
+    truthfulqa = atlas_matrix(_TINY["truthfulqa"])
     info = {
         "description": "ARC-Challenge (1172 items, v2 harness, benchmark-prediction) with tinyTruthfulQA (97 anchor "
         "items, v1 harness, ATLAS), the models both leaderboards name alike.",
-        "files": [*arc_info["files"], *file_records((_ATLAS, _ATLAS_ZIP))],
+        "files": [*arc_info["files"], *file_records(ATLAS_ZIP)],
     }
     return ["arc_challenge", "truthfulqa"], [arc, truthfulqa], info
 
@@ -210,7 +193,7 @@ def load_suite(
     if max_models is not None:
         max_models = check_integer(max_models, "max_models", 4)
         if matrices[0].n_models > max_models:
-            rows = np.sort(np.random.default_rng(seed).choice(matrices[0].n_models, max_models, replace=False))
+            rows = subsample_rows(matrices[0].n_models, max_models, seed)
             matrices = [m.take_models(rows) for m in matrices]
             info = {**info, "max_models": max_models, "subsample_seed": seed}
     return split_suite(name, names, matrices, {**info, "split_seed": seed} if split == "random" else info, split)

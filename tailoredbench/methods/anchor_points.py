@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import rng
 from ..kmedoids import identical_rows, k_medoids
-from .base import Method, each_run
+from .base import EachBudget
 
 
 def item_correlation(source: np.ndarray) -> np.ndarray:
@@ -66,7 +66,9 @@ def anchor_weights(corr: np.ndarray, medoids: np.ndarray, source: np.ndarray) ->
     return np.bincount(labels, minlength=len(medoids)) / corr.shape[0]
 
 
-class AnchorPoints(Method):
+class AnchorPoints(EachBudget):
+    """One clustering per budget and run (random start), shared by all targets."""
+
     name = "anchor_points"
     kind = "baseline"
 
@@ -75,14 +77,7 @@ class AnchorPoints(Method):
         distances = 1.0 - corr
         return {"corr": corr, "distances": distances, "same_row": identical_rows(distances)}
 
-    def run(self, prepared, source, oracles, keys, **_):
-        return each_run(lambda run, key: self._run(prepared, source, run, key), oracles, keys)
-
-    def _run(self, prepared, source, oracles, key) -> dict[int, np.ndarray]:
-        """One clustering per budget and run (random start), shared by all targets."""
-        estimates = {}
-        for budget, oracle in oracles.items():
-            gen = rng.stream(key, rng.ANCHOR_POINTS, budget)
-            medoids = k_medoids(prepared["distances"], budget, random_state=gen, same_row=prepared["same_row"]).medoids
-            estimates[budget] = oracle.ask(medoids) @ anchor_weights(prepared["corr"], medoids, source)
-        return estimates
+    def estimate(self, prepared, source, oracle, key, budget):
+        gen = rng.stream(key, rng.ANCHOR_POINTS, budget)
+        medoids = k_medoids(prepared["distances"], budget, random_state=gen, same_row=prepared["same_row"]).medoids
+        return oracle.ask(medoids) @ anchor_weights(prepared["corr"], medoids, source)

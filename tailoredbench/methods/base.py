@@ -7,7 +7,7 @@ A method chooses the items to ask and estimates from the answers, seeing targets
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -91,8 +91,15 @@ class Method(ABC):
         :data:`RunEstimates` per run, the same whichever runs and variants it is computed with."""
 
 
-def each_run(
-    one_run: Callable[[Mapping[int, Oracle], Key], dict[int, np.ndarray]], oracles, keys
-) -> list[RunEstimates]:
-    """:meth:`Method.run` of a method without variants that treats each run alone."""
-    return [{"": one_run(run, key)} for run, key in zip(oracles, keys, strict=True)]
+class EachBudget(Method):
+    """A method without variants that estimates each run and budget alone: it defines :meth:`estimate`."""
+
+    def run(self, prepared, source, oracles, keys, **_) -> list[RunEstimates]:
+        return [
+            {"": {budget: self.estimate(prepared, source, oracle, key, budget) for budget, oracle in run.items()}}
+            for run, key in zip(oracles, keys, strict=True)
+        ]
+
+    @abstractmethod
+    def estimate(self, prepared: Mapping, source: np.ndarray, oracle: Oracle, key: Key, budget: int) -> np.ndarray:
+        """Every target's estimate at ``budget`` in the run seeded by ``key``, asking ``oracle``."""

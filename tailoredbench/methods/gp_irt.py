@@ -27,7 +27,7 @@ from threadpoolctl import threadpool_limits
 from .. import rng, run_cache
 from ..cache import cache_dir, load_cached, store_cached
 from ..errors import TailoredBenchError
-from .base import Method, each_run
+from .base import EachBudget
 from .irt import PRIOR, IRTModel, cache_entry, fit_abilities, fit_irt
 
 DIMENSIONS = (2, 5, 10)
@@ -190,7 +190,9 @@ def _anchors_of_run(prepared: dict, key, budget: int) -> tuple[np.ndarray, np.nd
     return items, weights
 
 
-class GpIrt(Method):
+class GpIrt(EachBudget):
+    """New KMeans anchors per run and budget (seeded), shared by all targets."""
+
     name = "gp_irt"
     kind = "baseline"
     #: Each fold of an interval's calibration refits the IRT model: ten, not one per source.
@@ -201,16 +203,9 @@ class GpIrt(Method):
         with threadpool_limits(limits=1):
             return {**prepare(source, budgets), "run_cache": cache}
 
-    def run(self, prepared, source, oracles, keys, **_):
-        return each_run(lambda run, key: self._run(prepared, run, key), oracles, keys)
-
-    def _run(self, prepared, oracles, key) -> dict[int, np.ndarray]:
-        """New KMeans anchors per run and budget (seeded), shared by all targets."""
-        out = {}
+    def estimate(self, prepared, source, oracle, key, budget):
         with threadpool_limits(limits=1):
-            for budget, oracle in oracles.items():
-                items, weights = _anchors_of_run(prepared, key, budget)
-                lam = weight(prepared, budget)
-                found = estimates(prepared["model"], items, weights, oracle.ask(items), lam, prepared["ability_prior"])
-                out[budget] = found["gp_irt"]
-        return out
+            items, weights = _anchors_of_run(prepared, key, budget)
+            lam = weight(prepared, budget)
+            found = estimates(prepared["model"], items, weights, oracle.ask(items), lam, prepared["ability_prior"])
+        return found["gp_irt"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import rng
-from .base import Method, each_run
+from .base import EachBudget
 
 
 def random_items(key, budget: int, n_items: int) -> np.ndarray:
@@ -13,17 +13,14 @@ def random_items(key, budget: int, n_items: int) -> np.ndarray:
     return rng.stream(key, rng.RANDOM_ITEMS, budget).choice(n_items, budget, replace=False)
 
 
-class Random(Method):
+class Random(EachBudget):
+    """One random subset per run and budget, shared by all targets."""
+
     name = "random"
     kind = "baseline"
 
     def prepare(self, source, budgets, **_) -> dict:
         return {}
 
-    def run(self, prepared, source, oracles, keys, **_):
-        """Each run draws one random subset per budget, shared by all targets."""
-        return each_run(
-            lambda run, key: {b: o.ask(random_items(key, b, o.n_items)).mean(axis=1) for b, o in run.items()},
-            oracles,
-            keys,
-        )
+    def estimate(self, prepared, source, oracle, key, budget):
+        return oracle.ask(random_items(key, budget, oracle.n_items)).mean(axis=1)

@@ -8,25 +8,20 @@ from __future__ import annotations
 import numpy as np
 
 from ..stacking import ridge
-from .base import Method, each_run
+from .base import EachBudget
 from .random import random_items
 
 
-class RandomRegression(Method):
+class RandomRegression(EachBudget):
+    """Same random items as :mod:`.random` in each run; estimates clipped to [0, 1]."""
+
     name = "random_regression"
     kind = "baseline"
 
     def prepare(self, source, budgets, **_) -> dict:
         return {"accuracy": source.mean(axis=1)}
 
-    def run(self, prepared, source, oracles, keys, **_):
-        return each_run(lambda run, key: self._run(prepared, source, run, key), oracles, keys)
-
-    def _run(self, prepared, source, oracles, key) -> dict[int, np.ndarray]:
-        """Same random items as :mod:`.random` in each run; estimates clipped to [0, 1]."""
-        estimates = {}
-        for budget, oracle in oracles.items():
-            items = random_items(key, budget, oracle.n_items)
-            coef, intercept = ridge(source[:, items], prepared["accuracy"])
-            estimates[budget] = np.clip(oracle.ask(items) @ coef + intercept, 0.0, 1.0)
-        return estimates
+    def estimate(self, prepared, source, oracle, key, budget):
+        items = random_items(key, budget, oracle.n_items)
+        coef, intercept = ridge(source[:, items], prepared["accuracy"])
+        return np.clip(oracle.ask(items) @ coef + intercept, 0.0, 1.0)

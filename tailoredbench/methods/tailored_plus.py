@@ -88,47 +88,28 @@ class TailoredPlus(Method):
     in_paper = False
     real_use = True
 
+    def _probe_options(self, options) -> dict:
+        """The options of TailoredBench's probe among ``options``, defaults filled in."""
+        return {key: options.get(key, self.options[key]) for key in ("g_size", "distance", "grow")}
+
     def prepare(
-        self,
-        source,
-        budgets,
-        *,
-        seed=0,
-        cache=None,
-        variants=(DEFAULT_VARIANT,),
-        g_size=10,
-        distance="manhattan",
-        weights=None,
-        grow=False,
-        **_,
+        self, source, budgets, *, seed=0, cache=None, variants=(DEFAULT_VARIANT,), weights=None, **options
     ) -> dict:
         """TailoredBench's preparation, the sources' accuracies and, if ``"stacked"`` is run, its weights."""
-        prepared = TailoredBenchMethod().prepare(source, budgets, cache=cache, distance=distance)
+        options = self._probe_options(options)
+        prepared = TailoredBenchMethod().prepare(source, budgets, cache=cache, distance=options["distance"])
         prepared["accuracy"] = source.mean(axis=1)
         if weights is not None:
             prepared["weights"] = np.asarray(weights, dtype=float)
         elif "stacked" in variants:
-            prepared["weights"] = stack_weights(source, budgets, g_size=g_size, distance=distance, seed=seed, grow=grow)
+            prepared["weights"] = stack_weights(source, budgets, seed=seed, **options)
         return prepared
 
-    def run(
-        self,
-        prepared,
-        source,
-        oracles,
-        keys,
-        *,
-        variants=(DEFAULT_VARIANT,),
-        g_size=10,
-        distance="manhattan",
-        weights=None,
-        grow=False,
-    ):
+    def run(self, prepared, source, oracles, keys, *, variants=(DEFAULT_VARIANT,), **options):
         """Every variant from one pass over TailoredBench's probes (``weights`` took effect in :meth:`prepare`)."""
         estimates = [{v: {b: np.empty(run[b].n_targets) for b in run} for v in variants} for run in oracles]
         names = needed(variants)
-        options = {"g_size": g_size, "distance": distance, "grow": grow}
-        for i, budget, a in probes_of_runs(prepared, source, oracles, keys, **options):
+        for i, budget, a in probes_of_runs(prepared, source, oracles, keys, **self._probe_options(options)):
             parts = components(source, prepared["accuracy"], a.native_mean, a.probe, a.results, names)
             for v in variants:
                 estimates[i][v][budget][a.target] = combine(parts, v, prepared.get("weights"))

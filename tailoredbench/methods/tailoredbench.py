@@ -49,24 +49,18 @@ def probes_of_runs(
     source: np.ndarray,
     oracles_of_runs: Sequence[Mapping[int, Oracle]],
     keys: Sequence[Sequence[int]],
-    *,
-    g_size: int,
-    distance: str,
-    n_native: int | None = None,
-    native_offset: int = 0,
-    sample: int = 0,
-    grow: bool = False,
+    **options,
 ):
     """Steps 1-3 of several repetitions: yield (position of the run, budget, :class:`Answered`).
 
     Each run's probes are those it gets alone; runs share the item embeddings of the native-source lists
     they have in common (the same lists come back from run to run), one list's held at a time.
-    The options are :class:`TailoredBenchMethod`'s.
+    The options are :class:`TailoredBenchMethod`'s but ``calibrate``; ``g_size`` and ``distance`` are required.
     """
     plans = [
-        _plan(prepared, source, oracles, key, g_size, distance, n_native, native_offset, sample, grow)
-        for oracles, key in zip(oracles_of_runs, keys, strict=True)
+        _plan(prepared, source, oracles, key, **options) for oracles, key in zip(oracles_of_runs, keys, strict=True)
     ]
+    distance = options["distance"]
     # targets with the same native sources, in the same order, share one item embedding, in a run and across runs
     sharing: dict[bytes, dict[int, list[int]]] = {}
     for i, plan in enumerate(plans):
@@ -138,7 +132,9 @@ class _Plan:
                 run_cache.store(self.root, "probes", parts, g_set=self.g_items, **items, **labels)
 
 
-def _plan(prepared, source, oracles, key, g_size, distance, n_native, native_offset, sample, grow) -> _Plan:
+def _plan(
+    prepared, source, oracles, key, *, g_size, distance, n_native=None, native_offset=0, sample=0, grow=False
+) -> _Plan:
     """Steps 1 and 2 of one run (G-set, native sources), and what the run cache holds of its probes."""
     budgets = sorted(oracles)
     for budget in budgets:
