@@ -20,7 +20,6 @@ LAYERS = {
         "stopping",
         "oracle",
         "metrics",
-        "run_cache",
     ],
     "methods": ["methods"],
     "estimator": ["intervals", "estimator"],

@@ -9,7 +9,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .. import rng, run_cache
+from .. import cache as run_cache
+from .. import rng
 from ..distances import check_distance
 from ..errors import TailoredBenchError
 from ..kmedoids import binary_points, label_digest
