@@ -18,8 +18,8 @@ from matplotlib.ticker import FixedLocator, FormatStrFormatter, MaxNLocator, Nul
 
 from . import rng
 from .datasets.families import model_family
-from .distances import standardize
 from .errors import TailoredBenchError
+from .kmedoids import standardize
 from .stacking import DEFAULT_VARIANT, VARIANTS
 from .tailored import g_set_distances
 

@@ -27,9 +27,8 @@ from .conformal import NORMALISATIONS
 from .datasets.benchmarks import PAPER_BENCHMARKS, SPECS, Benchmark, benchmark_spec
 from .datasets.families import model_family
 from .datasets.matrix import ResponseMatrix, split_models
-from .distances import standardize
 from .errors import TailoredBenchError
-from .kmedoids import binary_points, k_medoids_binary
+from .kmedoids import binary_points, k_medoids_binary, standardize
 from .methods import PAPER_METHODS, MethodSpec
 from .methods.tailored_plus import VARIANTS
 from .metrics import covered, within_noise

@@ -37,10 +37,9 @@ from .conformal import (
 from .conformal import interval as clipped_interval
 from .datasets.benchmarks import Benchmark
 from .datasets.suites import Suite, load_suite
-from .distances import check_distance
 from .errors import TailoredBenchError, check_integer
 from .intervals import fold_groups
-from .kmedoids import binary_points
+from .kmedoids import binary_points, check_distance
 from .methods import MethodSpec
 from .methods.random import random_items
 from .metrics import covered, per_run_metrics, summarize

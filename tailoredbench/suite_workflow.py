@@ -42,8 +42,8 @@ from .conformal import interval as clipped_interval
 from .datasets.lm_eval import DEFAULT_METRIC, metric_threshold, read_samples, task_of
 from .datasets.matrix import ResponseMatrix, load_matrix
 from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_suite
-from .distances import check_distance
 from .errors import TailoredBenchError, check_integer
+from .kmedoids import check_distance
 from .stacking import COMPONENTS
 from .stopping import ROUND_SIZE, check_precision, round_budgets
 from .suite import (

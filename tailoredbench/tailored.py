@@ -19,9 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .distances import binary_distances, check_distance
 from .errors import TailoredBenchError, check_integer
-from .kmedoids import BinaryPoints, binary_points, k_medoids_binary, known_labels
+from .kmedoids import BinaryPoints, binary_distances, binary_points, check_distance, k_medoids_binary, known_labels
 
 #: K-Medoids passes; FasterPAM converges in a handful on these data.
 MAX_ITER = 100

@@ -12,7 +12,6 @@ LAYERS = {
     "foundation": ["errors", "_version", "rng", "atomic", "environment", "cache"],
     "data": ["datasets"],
     "core": [
-        "distances",
         "kmedoids",
         "tailored",
         "conformal",

@@ -11,9 +11,8 @@ import numpy as np
 
 from .. import cache as run_cache
 from .. import rng
-from ..distances import check_distance
 from ..errors import TailoredBenchError
-from ..kmedoids import binary_points, label_digest
+from ..kmedoids import binary_points, check_distance, label_digest
 from ..oracle import Oracle
 from ..tailored import (
     Probe,
