@@ -25,13 +25,19 @@ from joblib import Parallel, delayed, parallel_config
 
 from . import rng
 from .conformal import (
+    FACTOR_STEP,
     LEVEL,
+    MAX_FACTOR,
+    ROUND_SIZE,
     PseudoTargets,
+    check_precision,
     conformal_halfwidth,
     difficulty,
     folds_by_kept,
     in_fold_order,
     model_folds,
+    round_budgets,
+    stopping_round,
     unlikeness,
 )
 from .conformal import interval as clipped_interval
@@ -45,7 +51,6 @@ from .methods.random import random_items
 from .metrics import covered, per_run_metrics, summarize
 from .simulate import simulate
 from .stacking import COMPONENTS, components, ridge, simplex_weights
-from .stopping import FACTOR_STEP, MAX_FACTOR, ROUND_SIZE, check_precision, round_budgets, stopping_round
 from .tailored import Probe, calibrated_estimate, g_set, n_set, ranked_sources
 
 MODES = ("joint", "independent")

@@ -38,6 +38,7 @@ import numpy as np
 from joblib import parallel_config
 
 from ._version import __version__
+from .conformal import ROUND_SIZE, check_precision, round_budgets
 from .conformal import interval as clipped_interval
 from .datasets.lm_eval import DEFAULT_METRIC, metric_threshold, read_samples, task_of
 from .datasets.matrix import ResponseMatrix, load_matrix
@@ -45,7 +46,6 @@ from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_su
 from .errors import TailoredBenchError, check_integer
 from .kmedoids import check_distance
 from .stacking import COMPONENTS
-from .stopping import ROUND_SIZE, check_precision, round_budgets
 from .suite import (
     INTERVAL_FOLDS,
     PRECISION_OF,

@@ -16,7 +16,6 @@ LAYERS = {
         "tailored",
         "conformal",
         "stacking",
-        "stopping",
         "oracle",
         "metrics",
     ],
