@@ -29,8 +29,18 @@ from .errors import TailoredBenchError, check_integer
 from .intervals import pseudo_targets, scales
 from .methods.tailored_plus import stack_weights
 from .methods.tailoredbench import TailoredBenchMethod
-from .stacking import combine, components, needed
-from .tailored import Probe, calibrated_estimate, check_budget, g_set, matrix_sha256, n_set, native_sources
+from .tailored import (
+    Probe,
+    calibrated_estimate,
+    check_budget,
+    combine,
+    components,
+    g_set,
+    matrix_sha256,
+    n_set,
+    native_sources,
+    needed,
+)
 
 #: The estimates :class:`TailoredBench` can give from one probe.
 ESTIMATORS = ("calibrated", "plus")
@@ -47,7 +57,7 @@ class TailoredBench:
     random_state : int, sequence of int, Generator or None, default 0
         Seeds the G-set and the N-set: an int ``s`` (or ``(s, r)``) replays run 0 (or ``r``) of a simulation.
     estimator : {"calibrated", "plus"}, default "calibrated"
-        The paper's calibrated estimate, or TailoredBench+'s (:mod:`tailoredbench.stacking`).
+        The paper's calibrated estimate, or TailoredBench+'s (:mod:`tailoredbench.tailored`).
 
     Fitting sets ``source_``, ``items_`` (the item ids a pandas Series of results is read by), ``g_set_``
     and ``key_`` (the random key drawn from ``random_state``).

@@ -20,8 +20,7 @@ from . import rng
 from .datasets.families import model_family
 from .errors import TailoredBenchError
 from .kmedoids import standardize
-from .stacking import DEFAULT_VARIANT, VARIANTS
-from .tailored import g_set_distances
+from .tailored import DEFAULT_VARIANT, VARIANTS, g_set_distances
 
 #: Okabe and Ito's palette (*Color Universal Design*, 2008): told apart with every common colour-vision deficiency.
 OKABE_ITO = {

@@ -34,8 +34,7 @@ from .methods.tailored_plus import VARIANTS
 from .metrics import covered, within_noise
 from .report import NO_ERROR, cell, title
 from .simulate import Simulation, simulate
-from .stacking import COMPONENTS
-from .tailored import g_set, ranked_sources
+from .tailored import COMPONENTS, g_set, ranked_sources
 
 #: Benchmarks the averaged studies run on, in the paper's order.
 STUDY_BENCHMARKS = PAPER_BENCHMARKS

@@ -50,8 +50,17 @@ from .methods import MethodSpec
 from .methods.random import random_items
 from .metrics import covered, per_run_metrics, summarize
 from .simulate import simulate
-from .stacking import COMPONENTS, components, ridge, simplex_weights
-from .tailored import Probe, calibrated_estimate, g_set, n_set, ranked_sources
+from .tailored import (
+    COMPONENTS,
+    Probe,
+    calibrated_estimate,
+    components,
+    g_set,
+    n_set,
+    ranked_sources,
+    ridge,
+    simplex_weights,
+)
 
 MODES = ("joint", "independent")
 #: Methods with a joint form; the others run per benchmark in either mode.

@@ -45,7 +45,6 @@ from .datasets.matrix import ResponseMatrix, load_matrix
 from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_suite
 from .errors import TailoredBenchError, check_integer
 from .kmedoids import check_distance
-from .stacking import COMPONENTS
 from .suite import (
     INTERVAL_FOLDS,
     PRECISION_OF,
@@ -60,7 +59,7 @@ from .suite import (
     new_model_rounds_estimate,
     round_budgets_of,
 )
-from .tailored import matrix_sha256
+from .tailored import COMPONENTS, matrix_sha256
 from .workflow import (
     G_SET,
     INTERVAL_LEVEL,

@@ -15,7 +15,6 @@ LAYERS = {
         "kmedoids",
         "tailored",
         "conformal",
-        "stacking",
         "oracle",
         "metrics",
     ],

@@ -17,7 +17,7 @@ from .. import cache as run_cache
 from .. import rng
 from ..conformal import folds_by_kept, in_fold_order
 from ..oracle import Oracle
-from ..stacking import COMPONENTS, DEFAULT_VARIANT, VARIANTS, combine, components, needed, simplex_weights
+from ..tailored import COMPONENTS, DEFAULT_VARIANT, VARIANTS, combine, components, needed, simplex_weights
 from .base import Method
 from .tailoredbench import TailoredBenchMethod, probes_of_runs
 
