@@ -107,22 +107,9 @@ def stop(rounds: Simulation, precision: float) -> Sequential:
         cells = np.arange(len(at))
         value = estimate.reshape(-1, n_rounds)[cells, at]
         halfwidth = halfwidths[cells, at]
-        frames.append(
-            pd.DataFrame(
-                {
-                    "run": first["run"].to_numpy(),
-                    "method": method,
-                    "target": first["target"].to_numpy(),
-                    "true": first["true"].to_numpy(),
-                    "estimate": value,
-                    "interval_low": np.clip(value - halfwidth, 0.0, 1.0),
-                    "interval_high": np.clip(value + halfwidth, 0.0, 1.0),
-                    "halfwidth": halfwidth,
-                    "items": np.asarray(budgets)[at],
-                    "precision_met": halfwidth <= precision,
-                }
-            )
-        )
+        ids = {"run": first["run"].to_numpy(), "method": method, "target": first["target"].to_numpy()}
+        met = halfwidth <= precision
+        frames.append(pd.DataFrame(_stopped(ids, first["true"].to_numpy(), value, halfwidth, budgets, at, met)))
         # the same probe read at one fixed budget, with that budget's own calibrated interval
         fixed_met = (np.asarray(rule.q) * difficulty.reshape(-1, n_rounds) <= precision).mean(axis=0)
         reached = np.flatnonzero(fixed_met >= FIXED_SHARE)
@@ -145,6 +132,20 @@ def stop(rounds: Simulation, precision: float) -> Sequential:
     )
     summary = summary.merge(items.reset_index(), on="method").merge(pd.DataFrame(rows), on="method")
     return Sequential(results, summary, rules, rounds)
+
+
+def _stopped(ids: dict, true, value: np.ndarray, halfwidth: np.ndarray, budgets, at: np.ndarray, met) -> dict:
+    """The columns of :func:`stop`'s ``results`` for targets stopped at rounds ``at``, after ``ids``' columns."""
+    return {
+        **ids,
+        "true": true,
+        "estimate": value,
+        "interval_low": np.clip(value - halfwidth, 0.0, 1.0),
+        "interval_high": np.clip(value + halfwidth, 0.0, 1.0),
+        "halfwidth": halfwidth,
+        "items": np.asarray(budgets)[at],
+        "precision_met": met,
+    }
 
 
 #: The label of fluid stopped by ATLAS's rule (:func:`stop_atlas`) in a summary.
@@ -197,17 +198,8 @@ def stop_atlas(
     first = rounds.results[(rounds.results["method"] == "fluid") & (rounds.results["budget"] == budgets[0])]
     runs = first["run"].nunique()
     met = (se[cells, at] <= rule.threshold) & (rule.halfwidth <= rule.precision)
-    one_run = {
-        "method": ATLAS,
-        "target": first["target"].to_numpy()[: len(at)],
-        "true": target.mean(axis=1),
-        "estimate": value,
-        "interval_low": np.clip(value - rule.halfwidth, 0.0, 1.0),
-        "interval_high": np.clip(value + rule.halfwidth, 0.0, 1.0),
-        "halfwidth": np.full(len(at), rule.halfwidth),
-        "items": np.asarray(budgets)[at],
-        "precision_met": met,
-    }
+    ids = {"method": ATLAS, "target": first["target"].to_numpy()[: len(at)]}
+    one_run = _stopped(ids, target.mean(axis=1), value, np.full(len(at), rule.halfwidth), budgets, at, met)
     results = pd.concat([pd.DataFrame({"run": run, **one_run}) for run in range(runs)], ignore_index=True)
     summary = summarize(results, keys=("method",))
     fixed = stop(rounds, precision).summary.set_index("method").loc["fluid"]
