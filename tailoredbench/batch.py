@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 
 from . import atomic
+from .cache import ENV as RUN_CACHE
+from .cache import default_folder
 from .datasets.benchmarks import PAPER_BENCHMARKS
 from .datasets.files import pin_data_dir
 from .environment import reproducible_numerics
 from .errors import TailoredBenchError
-from .run_cache import ENV as RUN_CACHE
-from .run_cache import default_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS, REPORTS = ROOT / "notebooks", ROOT / "reports"

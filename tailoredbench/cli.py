@@ -21,8 +21,8 @@ from .datasets import load_benchmark, load_matrix, split_models
 from .datasets.benchmarks import BENCHMARKS, Benchmark
 from .datasets.files import pin_data_dir
 from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, load_suite
-from .distances import DISTANCES, check_distance
 from .errors import TailoredBenchError
+from .kmedoids import DISTANCES, check_distance
 from .methods import METHODS
 from .sequential import ATLAS, MAX_BUDGET, ROUND_SIZE, check_precision, simulate_rounds, stop, stop_atlas
 from .simulate import simulate

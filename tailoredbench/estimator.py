@@ -12,15 +12,35 @@ import numpy as np
 import pandas as pd
 
 from . import rng
-from .conformal import LEVEL, check_level, difficulty, interval, unlikeness
+from .conformal import (
+    LEVEL,
+    MAX_BUDGET,
+    ROUND_SIZE,
+    StoppingRule,
+    check_level,
+    check_precision,
+    difficulty,
+    interval,
+    round_budgets,
+    unlikeness,
+)
 from .datasets.matrix import ResponseMatrix, numeric_values
 from .errors import TailoredBenchError, check_integer
 from .intervals import pseudo_targets, scales
 from .methods.tailored_plus import stack_weights
 from .methods.tailoredbench import TailoredBenchMethod
-from .stacking import combine, components, needed
-from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
-from .tailored import Probe, calibrated_estimate, check_budget, g_set, matrix_sha256, n_set, native_sources
+from .tailored import (
+    Probe,
+    calibrated_estimate,
+    check_budget,
+    combine,
+    components,
+    g_set,
+    matrix_sha256,
+    n_set,
+    native_sources,
+    needed,
+)
 
 #: The estimates :class:`TailoredBench` can give from one probe.
 ESTIMATORS = ("calibrated", "plus")
@@ -37,7 +57,7 @@ class TailoredBench:
     random_state : int, sequence of int, Generator or None, default 0
         Seeds the G-set and the N-set: an int ``s`` (or ``(s, r)``) replays run 0 (or ``r``) of a simulation.
     estimator : {"calibrated", "plus"}, default "calibrated"
-        The paper's calibrated estimate, or TailoredBench+'s (:mod:`tailoredbench.stacking`).
+        The paper's calibrated estimate, or TailoredBench+'s (:mod:`tailoredbench.tailored`).
 
     Fitting sets ``source_``, ``items_`` (the item ids a pandas Series of results is read by), ``g_set_``
     and ``key_`` (the random key drawn from ``random_state``).
@@ -138,7 +158,7 @@ class TailoredBench:
     def stopping_rule(
         self, precision: float, max_budget: int = MAX_BUDGET, step: int = ROUND_SIZE, level: float = LEVEL
     ) -> StoppingRule:
-        """The sequential mode's :class:`~tailoredbench.stopping.StoppingRule` for ``precision`` (a half-width),
+        """The sequential mode's :class:`~tailoredbench.conformal.StoppingRule` for ``precision`` (a half-width),
         calibrated on source models playing the new model, in rounds of ``step`` items up to ``max_budget``."""
         self._fitted()
         precision = check_precision(precision)

@@ -18,10 +18,9 @@ from matplotlib.ticker import FixedLocator, FormatStrFormatter, MaxNLocator, Nul
 
 from . import rng
 from .datasets.families import model_family
-from .distances import standardize
 from .errors import TailoredBenchError
-from .stacking import DEFAULT_VARIANT, VARIANTS
-from .tailored import g_set_distances
+from .kmedoids import standardize
+from .tailored import DEFAULT_VARIANT, VARIANTS, g_set_distances
 
 #: Okabe and Ito's palette (*Color Universal Design*, 2008): told apart with every common colour-vision deficiency.
 OKABE_ITO = {

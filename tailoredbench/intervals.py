@@ -10,7 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 from joblib import Parallel, delayed
 
-from . import rng, run_cache
+from . import cache as run_cache
+from . import rng
 from .conformal import LEVEL, PseudoTargets, difficulty, folds_by_kept, in_fold_order, unlikeness
 from .errors import TailoredBenchError
 from .methods import MethodSpec

@@ -2,7 +2,7 @@
 
 The N-set is added in rounds of ``step`` items, every item asked kept; a target stops at the first
 round whose half-width is at most ``precision``, or at ``max_budget`` items, by a rule calibrated on
-source models (:class:`~tailoredbench.stopping.StoppingRule`). :func:`simulate_rounds` runs every round
+source models (:class:`~tailoredbench.conformal.StoppingRule`). :func:`simulate_rounds` runs every round
 once; :func:`stop` applies the rule of any precision to them. Adaptive IRT testing (``fluid``) grows its test
 the same way; :func:`stop_atlas` stops it by ATLAS's own rule instead, on the ability's standard error.
 """
@@ -16,14 +16,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from .errors import TailoredBenchError
-from .intervals import fold_groups
-from .methods import MethodSpec, parse_methods
-from .methods.fluid import Fluid, adaptive_tests
-from .metrics import summarize
-from .oracle import Oracle
-from .simulate import Simulation, simulate
-from .stopping import (
+from .conformal import (
     LEVEL,
     MAX_BUDGET,
     ROUND_SIZE,
@@ -33,6 +26,13 @@ from .stopping import (
     round_budgets,
     stopping_round,
 )
+from .errors import TailoredBenchError
+from .intervals import fold_groups
+from .methods import MethodSpec, parse_methods
+from .methods.fluid import Fluid, adaptive_tests
+from .metrics import summarize
+from .oracle import Oracle
+from .simulate import Simulation, simulate
 
 #: The share of targets a fixed budget must bring to the precision, to be compared with.
 FIXED_SHARE = 0.9
@@ -107,22 +107,9 @@ def stop(rounds: Simulation, precision: float) -> Sequential:
         cells = np.arange(len(at))
         value = estimate.reshape(-1, n_rounds)[cells, at]
         halfwidth = halfwidths[cells, at]
-        frames.append(
-            pd.DataFrame(
-                {
-                    "run": first["run"].to_numpy(),
-                    "method": method,
-                    "target": first["target"].to_numpy(),
-                    "true": first["true"].to_numpy(),
-                    "estimate": value,
-                    "interval_low": np.clip(value - halfwidth, 0.0, 1.0),
-                    "interval_high": np.clip(value + halfwidth, 0.0, 1.0),
-                    "halfwidth": halfwidth,
-                    "items": np.asarray(budgets)[at],
-                    "precision_met": halfwidth <= precision,
-                }
-            )
-        )
+        ids = {"run": first["run"].to_numpy(), "method": method, "target": first["target"].to_numpy()}
+        met = halfwidth <= precision
+        frames.append(pd.DataFrame(_stopped(ids, first["true"].to_numpy(), value, halfwidth, budgets, at, met)))
         # the same probe read at one fixed budget, with that budget's own calibrated interval
         fixed_met = (np.asarray(rule.q) * difficulty.reshape(-1, n_rounds) <= precision).mean(axis=0)
         reached = np.flatnonzero(fixed_met >= FIXED_SHARE)
@@ -145,6 +132,20 @@ def stop(rounds: Simulation, precision: float) -> Sequential:
     )
     summary = summary.merge(items.reset_index(), on="method").merge(pd.DataFrame(rows), on="method")
     return Sequential(results, summary, rules, rounds)
+
+
+def _stopped(ids: dict, true, value: np.ndarray, halfwidth: np.ndarray, budgets, at: np.ndarray, met) -> dict:
+    """The columns of :func:`stop`'s ``results`` for targets stopped at rounds ``at``, after ``ids``' columns."""
+    return {
+        **ids,
+        "true": true,
+        "estimate": value,
+        "interval_low": np.clip(value - halfwidth, 0.0, 1.0),
+        "interval_high": np.clip(value + halfwidth, 0.0, 1.0),
+        "halfwidth": halfwidth,
+        "items": np.asarray(budgets)[at],
+        "precision_met": met,
+    }
 
 
 #: The label of fluid stopped by ATLAS's rule (:func:`stop_atlas`) in a summary.
@@ -178,7 +179,7 @@ def stop_atlas(
 ) -> Sequential:
     """Fluid's rounds (``rounds`` of :func:`simulate_rounds` with ``fluid``, on ``source`` and ``target``) stopped
     by ATLAS's rule: at the first round whose ability's standard error is at most a threshold, chosen on the
-    source models (:meth:`~tailoredbench.stopping.AbilityRule.calibrate`) unless ``threshold`` is given.
+    source models (:meth:`~tailoredbench.conformal.AbilityRule.calibrate`) unless ``threshold`` is given.
 
     The summary has :func:`stop`'s columns, the method labelled :data:`ATLAS`, ``fixed_budget`` that of fluid's
     own intervals, and ``se_threshold``; ``precision_met``: the rule stopped by itself, at a half-width at most
@@ -197,17 +198,8 @@ def stop_atlas(
     first = rounds.results[(rounds.results["method"] == "fluid") & (rounds.results["budget"] == budgets[0])]
     runs = first["run"].nunique()
     met = (se[cells, at] <= rule.threshold) & (rule.halfwidth <= rule.precision)
-    one_run = {
-        "method": ATLAS,
-        "target": first["target"].to_numpy()[: len(at)],
-        "true": target.mean(axis=1),
-        "estimate": value,
-        "interval_low": np.clip(value - rule.halfwidth, 0.0, 1.0),
-        "interval_high": np.clip(value + rule.halfwidth, 0.0, 1.0),
-        "halfwidth": np.full(len(at), rule.halfwidth),
-        "items": np.asarray(budgets)[at],
-        "precision_met": met,
-    }
+    ids = {"method": ATLAS, "target": first["target"].to_numpy()[: len(at)]}
+    one_run = _stopped(ids, target.mean(axis=1), value, np.full(len(at), rule.halfwidth), budgets, at, met)
     results = pd.concat([pd.DataFrame({"run": run, **one_run}) for run in range(runs)], ignore_index=True)
     summary = summarize(results, keys=("method",))
     fixed = stop(rounds, precision).summary.set_index("method").loc["fluid"]

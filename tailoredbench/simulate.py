@@ -15,7 +15,8 @@ import pandas as pd
 from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 from tqdm import tqdm  # plain text: no widget warning in notebooks
 
-from . import conformal, run_cache
+from . import cache as run_cache
+from . import conformal
 from .datasets.benchmarks import Benchmark, load_benchmark
 from .datasets.matrix import ResponseMatrix
 from .errors import TailoredBenchError, check_integer

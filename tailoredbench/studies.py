@@ -27,16 +27,14 @@ from .conformal import NORMALISATIONS
 from .datasets.benchmarks import PAPER_BENCHMARKS, SPECS, Benchmark, benchmark_spec
 from .datasets.families import model_family
 from .datasets.matrix import ResponseMatrix, split_models
-from .distances import standardize
 from .errors import TailoredBenchError
-from .kmedoids import binary_points, k_medoids_binary
+from .kmedoids import binary_points, k_medoids_binary, standardize
 from .methods import PAPER_METHODS, MethodSpec
 from .methods.tailored_plus import VARIANTS
 from .metrics import covered, within_noise
 from .report import NO_ERROR, cell, title
 from .simulate import Simulation, simulate
-from .stacking import COMPONENTS
-from .tailored import g_set, ranked_sources
+from .tailored import COMPONENTS, g_set, ranked_sources
 
 #: Benchmarks the averaged studies run on, in the paper's order.
 STUDY_BENCHMARKS = PAPER_BENCHMARKS

@@ -25,29 +25,42 @@ from joblib import Parallel, delayed, parallel_config
 
 from . import rng
 from .conformal import (
+    FACTOR_STEP,
     LEVEL,
+    MAX_FACTOR,
+    ROUND_SIZE,
     PseudoTargets,
+    check_precision,
     conformal_halfwidth,
     difficulty,
     folds_by_kept,
     in_fold_order,
     model_folds,
+    round_budgets,
+    stopping_round,
     unlikeness,
 )
 from .conformal import interval as clipped_interval
 from .datasets.benchmarks import Benchmark
 from .datasets.suites import Suite, load_suite
-from .distances import check_distance
 from .errors import TailoredBenchError, check_integer
 from .intervals import fold_groups
-from .kmedoids import binary_points
+from .kmedoids import binary_points, check_distance
 from .methods import MethodSpec
 from .methods.random import random_items
 from .metrics import covered, per_run_metrics, summarize
 from .simulate import simulate
-from .stacking import COMPONENTS, components, ridge, simplex_weights
-from .stopping import FACTOR_STEP, MAX_FACTOR, ROUND_SIZE, check_precision, round_budgets, stopping_round
-from .tailored import Probe, calibrated_estimate, g_set, n_set, ranked_sources
+from .tailored import (
+    COMPONENTS,
+    Probe,
+    calibrated_estimate,
+    components,
+    g_set,
+    n_set,
+    ranked_sources,
+    ridge,
+    simplex_weights,
+)
 
 MODES = ("joint", "independent")
 #: Methods with a joint form; the others run per benchmark in either mode.

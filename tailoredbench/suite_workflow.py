@@ -38,14 +38,13 @@ import numpy as np
 from joblib import parallel_config
 
 from ._version import __version__
+from .conformal import ROUND_SIZE, check_precision, round_budgets
 from .conformal import interval as clipped_interval
 from .datasets.lm_eval import DEFAULT_METRIC, metric_threshold, read_samples, task_of
 from .datasets.matrix import ResponseMatrix, load_matrix
 from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_suite
-from .distances import check_distance
 from .errors import TailoredBenchError, check_integer
-from .stacking import COMPONENTS
-from .stopping import ROUND_SIZE, check_precision, round_budgets
+from .kmedoids import check_distance
 from .suite import (
     INTERVAL_FOLDS,
     PRECISION_OF,
@@ -60,7 +59,7 @@ from .suite import (
     new_model_rounds_estimate,
     round_budgets_of,
 )
-from .tailored import matrix_sha256
+from .tailored import COMPONENTS, matrix_sha256
 from .workflow import (
     G_SET,
     INTERVAL_LEVEL,

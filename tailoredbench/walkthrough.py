@@ -11,8 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .distances import standardize
-from .kmedoids import BinaryPoints, binary_points, nearest_medoid
+from .kmedoids import BinaryPoints, binary_points, nearest_medoid, standardize
 from .metrics import summarize
 from .tailored import Probe, calibrated_estimate, g_set, g_set_distances, n_set, native_sources
 

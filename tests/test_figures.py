@@ -8,7 +8,7 @@ import pytest
 from tailoredbench import figures
 from tailoredbench.errors import TailoredBenchError
 from tailoredbench.methods import METHODS
-from tailoredbench.stacking import DEFAULT_VARIANT, VARIANTS
+from tailoredbench.tailored import DEFAULT_VARIANT, VARIANTS
 
 
 @pytest.fixture(autouse=True)

@@ -6,9 +6,17 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from tailoredbench.distances import DISTANCES, binary_distances, standardize, weighted_hamming
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.kmedoids import binary_points, identical_rows, k_medoids, k_medoids_binary
+from tailoredbench.kmedoids import (
+    DISTANCES,
+    binary_distances,
+    binary_points,
+    identical_rows,
+    k_medoids,
+    k_medoids_binary,
+    standardize,
+    weighted_hamming,
+)
 
 
 def cost(D, medoids):

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from conftest import synthetic_matrix
-from tailoredbench import ResponseMatrix, TailoredBench, atomic, cache, cli, load_matrix, run_cache, simulate
+from tailoredbench import ResponseMatrix, TailoredBench, atomic, cache, cli, load_matrix, simulate
+from tailoredbench import cache as run_cache
 from tailoredbench.cli import main
 from tailoredbench.datasets.lm_eval import read_samples
 from tailoredbench.errors import CacheWarning, DataError, TailoredBenchError

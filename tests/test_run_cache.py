@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 import tailoredbench as tb
 from conftest import synthetic_matrix
-from tailoredbench import run_cache, sequential
+from tailoredbench import cache as run_cache
+from tailoredbench import sequential
 from tailoredbench.batch import reproduce
 from tailoredbench.errors import CacheWarning
 from tailoredbench.methods.tailoredbench import TailoredBenchMethod

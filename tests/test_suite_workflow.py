@@ -356,8 +356,8 @@ def test_item_ids_that_are_one_doc_id_are_refused(tmp_path, capsys):
 
 
 def test_a_task_whose_every_item_is_asked_is_estimated_by_its_exact_accuracy():
-    from tailoredbench.stacking import COMPONENTS
     from tailoredbench.suite import new_model_estimate, new_model_g_sets, new_model_probes
+    from tailoredbench.tailored import COMPONENTS
 
     rng = np.random.default_rng(0)  # SYNTHETIC: two benchmarks of 12 items, every one asked of the new model
     ability = rng.random(31)

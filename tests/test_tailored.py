@@ -6,8 +6,8 @@ from scipy.spatial.distance import cdist
 
 from conftest import synthetic_matrix
 from tailoredbench import TailoredBench, simulate
-from tailoredbench.distances import standardize
 from tailoredbench.errors import TailoredBenchError
+from tailoredbench.kmedoids import standardize
 from tailoredbench.methods import MethodSpec
 from tailoredbench.oracle import Oracle
 from tailoredbench.tailored import (

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from conftest import synthetic_matrix
-from tailoredbench import TailoredBench, stacking, tailored
+from tailoredbench import TailoredBench, tailored
 from tailoredbench import rng as streams
 from tailoredbench.conformal import model_folds
 from tailoredbench.errors import TailoredBenchError
@@ -72,7 +72,7 @@ def test_weighted_ridge_matches_weighted_least_squares(rng):
     X = rng.normal(size=(12, 3))
     y = X @ [1.0, -2.0, 0.5] + rng.normal(scale=0.1, size=12)
     w = rng.random(12) + 0.1
-    coef, intercept = stacking.weighted_ridge(X, y, w, alpha=0.0)
+    coef, intercept = tailored.weighted_ridge(X, y, w, alpha=0.0)
     design = np.column_stack([np.ones(12), X]) * np.sqrt(w)[:, None]
     brute = np.linalg.lstsq(design, y * np.sqrt(w), rcond=None)[0]
     assert np.allclose([intercept, *coef], brute)
@@ -82,7 +82,7 @@ def test_every_component_of_a_source_like_target_is_close(matrices):
     source, _ = matrices
     probe = tailored.n_set(source, np.arange(len(source)), np.array([0, 1, 2]), 25, random_state=0)
     truth = source[4].mean()
-    parts = stacking.components(source, source.mean(axis=1), source.mean(axis=0), probe, source[4, probe.items])
+    parts = tailored.components(source, source.mean(axis=1), source.mean(axis=0), probe, source[4, probe.items])
     for value in parts.values():
         assert abs(value - truth) < 0.1
 
@@ -165,13 +165,13 @@ def test_each_variant_computes_only_the_estimates_it_reads(matrices):
     source, target = matrices
     probe = tailored.n_set(source, np.arange(len(source)), np.array([0, 1, 2]), 25, random_state=0)
     args = (source, source.mean(axis=1), source.mean(axis=0), probe, target[0, probe.items])
-    every = stacking.components(*args)
-    assert tuple(every) == stacking.ESTIMATES
+    every = tailored.components(*args)
+    assert tuple(every) == tailored.ESTIMATES
     weights = np.array([0.4, 0.3, 0.2, 0.1])
     for variant in tailored_plus.VARIANTS:
-        names = stacking.needed([variant])
-        parts = stacking.components(*args, names)
+        names = tailored.needed([variant])
+        parts = tailored.components(*args, names)
         assert set(parts) == set(names)
-        assert stacking.combine(parts, variant, weights) == stacking.combine(every, variant, weights)
-    assert set(stacking.needed(["stacked"])) == set(tailored_plus.COMPONENTS)
-    assert stacking.needed(["mix", "neighbours"]) == ("calibrated", "regression", "neighbours")
+        assert tailored.combine(parts, variant, weights) == tailored.combine(every, variant, weights)
+    assert set(tailored.needed(["stacked"])) == set(tailored_plus.COMPONENTS)
+    assert tailored.needed(["mix", "neighbours"]) == ("calibrated", "regression", "neighbours")

@@ -30,9 +30,8 @@ from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
 from .. import rng
-from ..distances import check_distance
 from ..errors import TailoredBenchError, check_integer
-from ..kmedoids import binary_points
+from ..kmedoids import binary_points, check_distance
 from ..oracle import Oracle
 from ..tailored import g_set
 from .base import Method

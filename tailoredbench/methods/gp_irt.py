@@ -24,7 +24,8 @@ import numpy as np
 from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 
-from .. import rng, run_cache
+from .. import cache as run_cache
+from .. import rng
 from ..cache import cache_dir, load_cached, store_cached
 from ..errors import TailoredBenchError
 from .base import EachBudget

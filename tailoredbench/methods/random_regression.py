@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stacking import ridge
+from ..tailored import ridge
 from .base import EachBudget
 from .random import random_items
 

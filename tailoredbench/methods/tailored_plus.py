@@ -13,10 +13,11 @@ from types import MappingProxyType
 import numpy as np
 from joblib import Parallel, delayed
 
-from .. import rng, run_cache
+from .. import cache as run_cache
+from .. import rng
 from ..conformal import folds_by_kept, in_fold_order
 from ..oracle import Oracle
-from ..stacking import COMPONENTS, DEFAULT_VARIANT, VARIANTS, combine, components, needed, simplex_weights
+from ..tailored import COMPONENTS, DEFAULT_VARIANT, VARIANTS, combine, components, needed, simplex_weights
 from .base import Method
 from .tailoredbench import TailoredBenchMethod, probes_of_runs
 

@@ -9,10 +9,10 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .. import rng, run_cache
-from ..distances import check_distance
+from .. import cache as run_cache
+from .. import rng
 from ..errors import TailoredBenchError
-from ..kmedoids import binary_points, label_digest
+from ..kmedoids import binary_points, check_distance, label_digest
 from ..oracle import Oracle
 from ..tailored import (
     Probe,
