@@ -1,17 +1,8 @@
-"""The paper's analysis studies: ablations, native sources, budget scaling, families, embeddings.
+"""The paper's analysis studies and the beyond-the-paper, precision and suite notebooks' tables and readings.
 
-Each study notebook (``notebooks/study_*.ipynb``) is a few calls into this module:
-:func:`sweep` runs TailoredBench under several settings ("arms") on several
-benchmarks with the same seeds (a paired comparison), :func:`by_arm` averages over
-benchmarks as the paper does, :func:`paper_table` sets the paper's figure beside
-ours, and :func:`tailoredbench.report.write_study` writes ``tables/``, ``figures/`` and
-``metrics.json``.
-The beyond-the-paper notebook uses :func:`compare_on_sources` (TailoredBench+'s
-variants with source models only), :func:`beyond_table`, :func:`normalisation_table`
-(how the intervals scale, on source models) and :func:`coverage_by_target` and
-:func:`coverage_by_split` (how far an interval's coverage depends on which models are
-the targets). The suite notebook reads a suite's simulation through :func:`joint_gains`
-(joint against independent, per benchmark), :func:`predictability` and :func:`suite_takeaway`.
+A study notebook runs TailoredBench over settings ("arms") with the same seeds (:func:`sweep`, a
+paired comparison), averages over benchmarks with :func:`by_arm` as the paper does, and sets the
+paper's figure beside ours (:func:`paper_table`).
 """
 
 from __future__ import annotations
@@ -33,7 +24,7 @@ from .kmedoids import binary_points, k_medoids_binary
 from .methods import PAPER_METHODS, MethodSpec
 from .methods.tailored_plus import VARIANTS
 from .metrics import covered, within_noise
-from .report import NO_ERROR, cell, title
+from .report import NO_ERROR, cell, listed, title
 from .simulate import Simulation, simulate
 from .stacking import COMPONENTS
 from .tailored import g_set, ranked_sources
@@ -148,7 +139,8 @@ def per_benchmark(table: pd.DataFrame, key: str = "arm") -> pd.DataFrame:
         mae, se = part.loc[best, "mae"], part.loc[best, "mae_se"]
         others = part.drop(index=best)
         tied = [str(a) for a, r in others.iterrows() if within_noise(mae, se, r["mae"], r["mae_se"])]
-        runner_up = others.loc[others["mae"].idxmin()] if len(others) else None
+        none = pd.Series({"mae": np.nan, "mae_se": np.nan}, name="")
+        runner_up = others.loc[others["mae"].idxmin()] if len(others) else none
         rows.append(
             {
                 "benchmark": benchmark,
@@ -156,19 +148,14 @@ def per_benchmark(table: pd.DataFrame, key: str = "arm") -> pd.DataFrame:
                 "best": best,
                 "mae": mae,
                 "mae_se": se,
-                "runner_up": str(runner_up.name) if runner_up is not None else "",
-                "runner_up_mae": runner_up["mae"] if runner_up is not None else np.nan,
-                "runner_up_mae_se": runner_up["mae_se"] if runner_up is not None else np.nan,
+                "runner_up": str(runner_up.name),
+                "runner_up_mae": runner_up["mae"],
+                "runner_up_mae_se": runner_up["mae_se"],
                 "tied": ", ".join(tied),
                 "clear": not tied,
             }
         )
     return pd.DataFrame(rows)
-
-
-def _names(items) -> str:
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _natural(arm: str) -> list:
@@ -196,7 +183,7 @@ def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
         return f"Lowest MAE: {label.format(row['best'])}; " + (
             "it is clear of the rest by two standard errors."
             if row["clear"]
-            else f"{_names(tied)} {verb} within noise of it."
+            else f"{listed(tied)} {verb} within noise of it."
         )
     clear: dict[str, list[str]] = {}
     ties: dict[tuple[str, ...], list[str]] = {}
@@ -208,11 +195,11 @@ def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
             ties.setdefault(arms, []).append(row.benchmark)
     parts = []
     if clear:
-        where = ", ".join(f"{label.format(arm)} for {_names(names)}" for arm, names in clear.items())
+        where = ", ".join(f"{label.format(arm)} for {listed(names)}" for arm, names in clear.items())
         parts.append(f"{where}, clear of the other arms by two standard errors")
     if ties:
         where = "; between ".join(
-            f"{_names(label.format(a) for a in arms)} for {_names(names)}" for arms, names in ties.items()
+            f"{listed(label.format(a) for a in arms)} for {listed(names)}" for arms, names in ties.items()
         )
         parts.append(f"a tie within noise between {where}")
     return "Lowest MAE per benchmark: " + "; ".join(parts) + "."
@@ -284,7 +271,7 @@ def mean_verdict(table: pd.DataFrame, key: str = "arm", label: str = "{}") -> st
     gives = f"{top} gives {share:.0%} of that gap"
     if share > 1:  # the others do not all lean the other way: say which do
         against = [b for b in dict.fromkeys(table["benchmark"]) if shares.loc[b, "share"] < 0]
-        gives += f", as {_names(against)} lean{'s' * (len(against) == 1)} the other way" if against else ""
+        gives += f", as {listed(against)} lean{'s' * (len(against) == 1)} the other way" if against else ""
     weighted = _weighted(table, key, label)
     if within_noise(a["mae"], a["mae_se"], b["mae"], b["mae_se"]):
         return head + ", a tie within noise" + (f"; {gives}" if share > 0.5 else "") + weighted + "."
@@ -478,8 +465,8 @@ def adaptive_counts(bench: Benchmark, runs: int, seed: int = 0, g_size: int = 10
 def native_families(bench: Benchmark, runs: int = 10, seed: int = 0, g_size: int = 10) -> pd.DataFrame:
     """Share of each source family among the native sources of each target family.
 
-    Returns one row per (target family, source family) with ``share`` (of the
-    native sources, pooled over runs), ``base`` (of all sources) and ``targets``.
+    One row per (target family, source family): ``share`` of the native sources (pooled over runs),
+    ``base`` (of all sources) and ``targets``.
     """
     source, target = bench.source.values, bench.target.values
     points = binary_points(source.T, "manhattan")
@@ -518,13 +505,10 @@ def own_family(frame: pd.DataFrame, min_targets: int = 3) -> pd.DataFrame:
 
 
 def coreset_distances(bench: Benchmark, budget: int = 30, seed: int = 0) -> dict:
-    """A static coreset's clusters, and their tightness seen by source and by target models.
+    """A static coreset's clusters (K-Medoids on the source embedding), and their tightness under sources and targets.
 
-    The coreset is K-Medoids (Manhattan) on items embedded by the z-scored source
-    models. Each item's Manhattan distance to its cluster's medoid is measured in
-    the source embedding and in the target embedding (z-scored target models), with
-    the same clusters: looser clusters under the targets mean the coreset
-    represents them worse.
+    Each item's Manhattan distance to its medoid is measured in both z-scored embeddings with the
+    same clusters: looser clusters under the targets mean the coreset represents them worse.
     """
     source, target = bench.source.values, bench.target.values
     result = k_medoids_binary(binary_points(source.T), budget, random_state=rng.stream((seed, rng.CORESET)))
@@ -563,18 +547,11 @@ def compare_on_sources(
     seed: int = 0,
     n_jobs: int = 1,
 ) -> pd.DataFrame:
-    """Every variant's MAE relative to calibration, using source models only.
+    """Per variant and benchmark, the MAE over budgets and its ratio to calibration's, on source models only.
 
-    On each benchmark the *source* models are split (accuracy-stratified interleave)
-    into pseudo-sources and pseudo-targets; every variant runs at the benchmark's
-    budgets. The targets are never loaded into the simulation: this is what a user
-    can see before trusting a variant.
-
-    Returns
-    -------
-    DataFrame
-        Per variant and benchmark, the MAE over budgets and its ratio to the
-        calibrated estimate's, and a ``mean`` row per variant.
+    The *source* models are split (accuracy-stratified interleave) into pseudo-sources and
+    pseudo-targets, so no target is seen: what a user can check before trusting a variant.
+    A ``mean`` row per variant averages over benchmarks.
     """
     rows = []
     for name in benchmarks:
@@ -637,14 +614,11 @@ COVERAGE_RANGE = (0.85, 0.95)
 def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per benchmark and method: MAE, tau, coverage and width over budgets, against the faithful method.
 
-    ``summary`` is the concatenated simulation summaries with a ``benchmark``
-    column, including ``tailored_plus[calibrated]`` (the faithful estimate).
-    ``spread``, if given, adds the ``coverage_se`` of :func:`coverage_by_target`
-    (with a ``benchmark`` column). ``meets_mae`` checks the ratio target (<= 0.9 on
-    GSM8K and ARC, <= 1 elsewhere) and a tau not lower; ``meets_coverage`` the 85-95%
-    range within two of ``coverage_se`` (:func:`coverage_verdict`); ``mae_ratio_se`` is
-    :func:`ratio_se`. ``mae_se`` is the mean over budgets of each budget's standard error: the budgets
-    share their runs, so the errors of their MAEs go together, and this bound does not assume otherwise.
+    ``summary``: the simulations' summaries with a ``benchmark`` column, including
+    ``tailored_plus[calibrated]`` (the faithful estimate); ``spread`` adds :func:`coverage_by_target`'s
+    ``coverage_se``. ``meets_mae``: the ratio within :data:`MAE_TARGET` (else 1) and a tau not lower;
+    ``meets_coverage``: :func:`coverage_verdict`. ``mae_se`` is the mean of the budgets' standard errors,
+    as the budgets share their runs and their errors go together.
     """
     faithful = _plus("calibrated")
     means = ["mae", "mae_se", "kendall_tau", "kendall_tau_se", "coverage", "width"]
@@ -693,7 +667,8 @@ def beyond_headline(table: pd.DataFrame) -> pd.DataFrame:
     for benchmark, part in table.groupby("benchmark", sort=False):
         by_role = part.set_index("role")
         faithful, plus = by_role.loc["faithful TailoredBench"], by_role.loc["TailoredBench+ (chosen)"]
-        baseline = by_role.loc["best baseline"] if "best baseline" in by_role.index else None
+        none = pd.Series({"method": "", "mae": np.nan, "mae_se": np.nan})
+        baseline = by_role.loc["best baseline"] if "best baseline" in by_role.index else none
         tie = within_noise(plus["mae"], plus["mae_se"], faithful["mae"], faithful["mae_se"])
         rows.append(
             {
@@ -704,9 +679,9 @@ def beyond_headline(table: pd.DataFrame) -> pd.DataFrame:
                 "TailoredBench+_se": plus["mae_se"],
                 "ratio": plus["mae_ratio"],
                 "against faithful": "tie" if tie else "lower" if plus["mae"] < faithful["mae"] else "higher",
-                "best baseline": baseline["method"] if baseline is not None else "",
-                "baseline": baseline["mae"] if baseline is not None else np.nan,
-                "baseline_se": baseline["mae_se"] if baseline is not None else np.nan,
+                "best baseline": baseline["method"],
+                "baseline": baseline["mae"],
+                "baseline_se": baseline["mae_se"],
                 "coverage": plus["coverage"],
                 "coverage_se": plus["coverage_se"],
             }
@@ -737,7 +712,7 @@ def below_best_baseline(headline: pd.DataFrame) -> str:
         where = headline.loc[best == method, "benchmark"]
         what = LATER_METHODS.get(method, "a method")
         said += f"; {method}, {what} from after the paper, is the best baseline on {len(where)} of {n} "
-        said += f"({_names([title(b) for b in where])})"
+        said += f"({listed([title(b) for b in where])})"
     return said + "."
 
 
@@ -757,12 +732,9 @@ def normalisation_table(
     """How wide each of :data:`~tailoredbench.conformal.NORMALISATIONS` makes the intervals, on source models only.
 
     ``calibrations`` maps a benchmark to its simulation's ``calibration`` (per
-    method and budget, the left-out sources that calibrated the intervals). For each
-    method of ``methods``, the mean width over budgets of intervals calibrated on
-    those sources (:meth:`~tailoredbench.conformal.PseudoTargets.width`) and its
-    ratio to no normalisation; ``mean`` rows average the ratios over benchmarks, and
-    ``all`` rows over methods too. The normalisation with the lowest ``all`` ratio
-    is the one a user would choose without seeing any target.
+    method and budget, the left-out sources that calibrated the intervals). Per method, the mean width
+    over budgets (:meth:`~tailoredbench.conformal.PseudoTargets.width`) and its ratio to no
+    normalisation; ``mean`` rows average over benchmarks, ``all`` rows over methods too.
     """
     rows = []
     for benchmark, calibration in calibrations.items():
@@ -816,19 +788,10 @@ def coverage_by_split(
 ) -> pd.DataFrame:
     """Interval coverage of ``method`` when benchmark ``name``'s models are split into sources and targets otherwise.
 
-    The benchmark's source and target models are pooled and split again by each
-    ``(how, split_seed)`` of ``splits`` (:func:`~tailoredbench.datasets.matrix.split_models`).
-    A last row splits the source models alone (accuracy-stratified interleave, as
-    :func:`compare_on_sources` does): the check a user can run without any target
-    result. The interval is calibrated on each split's own sources, as always.
-
-    Returns
-    -------
-    DataFrame
-        One row per split: ``models`` (``all`` or ``sources only``), ``split``,
-        ``split_seed``, ``coverage`` and its ``coverage_se`` across targets
-        (:func:`coverage_by_target`), mean ``width``, ``mae`` and ``kendall_tau``
-        averaged over the benchmark's budgets.
+    The models are pooled and split again by each ``(how, split_seed)`` of ``splits``
+    (:func:`~tailoredbench.datasets.matrix.split_models`); a last row (``models`` "sources only")
+    splits the source models alone, the check a user can run without any target result. One row
+    per split: coverage with its standard error across targets, and width, MAE and tau over budgets.
     """
     bench, g_size = study_benchmark(name, seed)
     budgets = SPECS[name].budgets
@@ -893,7 +856,6 @@ def items_by_precision(rounds_of: Mapping[str, Simulation], precisions: Sequence
             per_target = stopped.assign(covered=covered(stopped)).groupby(["method", "target"], sort=False)
             means = per_target[["items", "covered"]].mean()
             for method, part in means.groupby(level="method", sort=False):
-                n = len(part)
                 mine = stopped[stopped["method"] == method]
                 rows.append(
                     {
@@ -901,10 +863,10 @@ def items_by_precision(rounds_of: Mapping[str, Simulation], precisions: Sequence
                         "precision": precision,
                         "method": method,
                         "items": part["items"].mean(),
-                        "items_se": part["items"].std(ddof=1) / np.sqrt(n) if n > 1 else 0.0,
+                        "items_se": _sem(part["items"]),
                         "reached": float(mine["precision_met"].mean()),
                         "coverage": part["covered"].mean(),
-                        "coverage_se": part["covered"].std(ddof=1) / np.sqrt(n) if n > 1 else 0.0,
+                        "coverage_se": _sem(part["covered"]),
                     }
                 )
     return pd.DataFrame(rows)
@@ -929,22 +891,14 @@ def fewest_items(items: pd.DataFrame, share: float = sequential.GOAL_SHARE) -> p
     rows = []
     for (name, precision), part in items.groupby(["benchmark", "precision"], sort=False):
         able = part[part["reached"] >= share].sort_values("items", kind="stable")
-        row = {"benchmark": name, "precision": precision}
         if able.empty:
-            best = part.sort_values("reached", ascending=False, kind="stable").iloc[0]
-            rows.append({**row, "fewest": "none", **best[["items", "items_se", "reached", "coverage", "coverage_se"]]})
-            continue
-        best = able.iloc[0]
-        tie = len(able) > 1 and within_noise(
-            best["items"], best["items_se"], able.iloc[1]["items"], able.iloc[1]["items_se"]
-        )
-        rows.append(
-            {
-                **row,
-                "fewest": "tie" if tie else best["method"],
-                **best[["items", "items_se", "reached", "coverage", "coverage_se"]],
-            }
-        )
+            best, fewest = part.sort_values("reached", ascending=False, kind="stable").iloc[0], "none"
+        else:
+            best, rival = able.iloc[0], able.iloc[min(1, len(able) - 1)]
+            tie = len(able) > 1 and within_noise(best["items"], best["items_se"], rival["items"], rival["items_se"])
+            fewest = "tie" if tie else best["method"]
+        shown = best[["items", "items_se", "reached", "coverage", "coverage_se"]]
+        rows.append({"benchmark": name, "precision": precision, "fewest": fewest, **shown})
     return pd.DataFrame(rows)
 
 
@@ -1013,7 +967,7 @@ def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) ->
             f"{title(name)} ({numbers})"
         )
     words = {"fewer": f"needs fewer items than {rival} on", "tie": "ties it on", "more": "needs more on"}
-    parts = [f"{words[k]} {_names(v)}" for k, v in said.items() if v]
+    parts = [f"{words[k]} {listed(v)}" for k, v in said.items() if v]
     if not said["fewer"] and parts:
         parts[0] = parts[0].replace(" it on", f" {rival} on", 1).replace("more on", f"more than {rival} on", 1)
     joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + ", and " + parts[-1]
@@ -1034,6 +988,10 @@ METHOD_NAMES = {
     "gp_irt": "gp-IRT",
     "random": "Random",
 }
+
+
+def _method(name: str) -> str:
+    return METHOD_NAMES.get(name, name)
 
 
 def suite_title(name: str) -> str:
@@ -1062,15 +1020,16 @@ def suite_table(summary: pd.DataFrame) -> pd.DataFrame:
     >>> suite_table(summary).iloc[0, 2:6].tolist()
     ['0.0190 ±\\xa00.0003', '0.0105 ±\\xa00.0001', '89.9% ±\\xa00.1%', '90.5%']
     """
-    decimals = 4
+
+    def cells(mean: str) -> list[str]:
+        return [cell(m, e, 4) for m, e in zip(summary[mean], summary[f"{mean}_se"], strict=True)]
+
     return pd.DataFrame(
         {
             "mode": summary["mode"],
             "method": summary["method"],
-            "MAE per benchmark": [cell(m, e, decimals) for m, e in zip(summary["mae"], summary["mae_se"], strict=True)],
-            "suite-mean MAE": [
-                cell(m, e, decimals) for m, e in zip(summary["suite_mae"], summary["suite_mae_se"], strict=True)
-            ],
+            "MAE per benchmark": cells("mae"),
+            "suite-mean MAE": cells("suite_mae"),
             "coverage": [
                 f"{c:.1%} ±\u00a0{_percent_se(e)}"
                 for c, e in zip(summary["coverage"], summary["coverage_se"], strict=True)
@@ -1097,7 +1056,7 @@ def suite_summary_reading(summary: pd.DataFrame, suite_name: str, goal=COVERAGE_
     """
 
     def who(row) -> str:
-        return f"{row['mode']} {METHOD_NAMES.get(row['method'], row['method'])}"
+        return f"{row['mode']} {_method(row['method'])}"
 
     ranked = summary.sort_values("mae", kind="stable")
     first, second = ranked.iloc[0], ranked.iloc[1]
@@ -1156,16 +1115,16 @@ def joint_gains(results: pd.DataFrame, methods: Sequence[str] = SUITE_JOINT) -> 
             per_target = part.groupby(["mode", "target"])["error"].mean().unstack("mode")
             joint, independent = (per_run[mode] for mode in ("joint", "independent"))
             difference = per_target["joint"] - per_target["independent"]
-            se = float(difference.std(ddof=1) / np.sqrt(len(difference))) if len(difference) > 1 else 0.0
+            se = _sem(difference)
             gap = float(difference.mean())
             rows.append(
                 {
                     "method": method,
                     "benchmark": name,
                     "joint": float(joint.mean()),
-                    "joint_se": _over_runs(joint),
+                    "joint_se": _sem(joint),
                     "independent": float(independent.mean()),
-                    "independent_se": _over_runs(independent),
+                    "independent_se": _sem(independent),
                     "ratio": float(joint.mean() / independent.mean()),
                     "difference": gap,
                     "difference_se": se,
@@ -1175,7 +1134,7 @@ def joint_gains(results: pd.DataFrame, methods: Sequence[str] = SUITE_JOINT) -> 
     return pd.DataFrame(rows)
 
 
-def _over_runs(values: pd.Series) -> float:
+def _sem(values: pd.Series) -> float:
     return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
@@ -1263,10 +1222,10 @@ def _gain_clause(part: pd.DataFrame, where: str = "", label: str = "ratio ") -> 
             ratios = f"from {ends[0].ratio:.2f} on {suite_title(ends[0].benchmark)} to {ends[1].ratio:.2f} on "
             ratios += suite_title(ends[1].benchmark)
             return f"on none of the {n} benchmarks{where} ({label.replace('ratio', 'ratios')}{ratios})"
-        ratios = _names(f"{r.ratio:.2f} on {suite_title(r.benchmark)}" for r in part.itertuples())
+        ratios = listed(f"{r.ratio:.2f} on {suite_title(r.benchmark)}" for r in part.itertuples())
         return f"on none of the {n} benchmarks{where} ({label}{ratios})"
     gained = ", ".join(said(r, i == 0) for i, r in enumerate(won.itertuples()))
-    return f"on {len(won)} of {n} benchmarks{where}, {gained}; not on {_names(noted)}"
+    return f"on {len(won)} of {n} benchmarks{where}, {gained}; not on {listed(noted)}"
 
 
 def _within_noise(each: pd.DataFrame) -> str:
@@ -1300,10 +1259,7 @@ def gains_reading(gains: pd.DataFrame, predicted: pd.DataFrame, suite_name: str)
     """
     each = gains[gains["benchmark"].isin(predicted["benchmark"])]
     clauses = [
-        f"{METHOD_NAMES.get(method, method)}'s MAE" * (i == 0)
-        + f"{METHOD_NAMES.get(method, method)}'s" * (i > 0)
-        + " "
-        + _gain_clause(part, label="ratio " if i == 0 else "")
+        f"{_method(method)}'s{' MAE' * (i == 0)} " + _gain_clause(part, label="ratio " if i == 0 else "")
         for i, (method, part) in enumerate(each.groupby("method", sort=False))
     ]
     text = (
@@ -1327,9 +1283,7 @@ def gains_reading(gains: pd.DataFrame, predicted: pd.DataFrame, suite_name: str)
     least = []
     for name, part in worst.groupby("benchmark", sort=False):
         who = (
-            "every method"
-            if len(part) == each["method"].nunique() > 1
-            else _names(METHOD_NAMES.get(m, m) for m in part["method"])
+            "every method" if len(part) == each["method"].nunique() > 1 else listed(_method(m) for m in part["method"])
         )
         least.append(f"{suite_title(name)}, which gains least for {who}, has R² {ranked.loc[name, 'r2']:.2f}")
     text += " " + "; ".join(least) + "."
@@ -1338,15 +1292,15 @@ def gains_reading(gains: pd.DataFrame, predicted: pd.DataFrame, suite_name: str)
         ratios = each[each["benchmark"] == bottom]
         text += (
             f" {suite_title(bottom)}, the least predicted, has ratios "
-            + _names(f"{r.ratio:.2f} ({METHOD_NAMES.get(r.method, r.method)})" for r in ratios.itertuples())
+            + listed(f"{r.ratio:.2f} ({_method(r.method)})" for r in ratios.itertuples())
             + "."
         )
     agree = []
     for method, part in each.groupby("method", sort=False):
         merged = part.merge(predicted, on="benchmark")
-        agree.append(f"{_spearman(merged['r2'], 1 - merged['ratio']):.1f} for {METHOD_NAMES.get(method, method)}")
+        agree.append(f"{_spearman(merged['r2'], 1 - merged['ratio']):.1f} for {_method(method)}")
     return text + (
-        f" The rank correlation between a benchmark's R² and its gain (1 - ratio) is {_names(agree)}: over "
+        f" The rank correlation between a benchmark's R² and its gain (1 - ratio) is {listed(agree)}: over "
         f"{len(predicted)} benchmarks, an indication, not a test."
     )
 
@@ -1372,9 +1326,7 @@ def gains_figure_reading(gains: Mapping[str, pd.DataFrame], marks: tuple[float, 
     ties = "all ties" if small_ties == len(small) > 1 else f"{small_ties} {'a tie' if small_ties == 1 else 'ties'}"
 
     def line(row) -> str:
-        return (
-            f"{METHOD_NAMES.get(row['method'], row['method'])}'s on {suite_title(row['benchmark'])} of {row['suite']}"
-        )
+        return f"{_method(row['method'])}'s on {suite_title(row['benchmark'])} of {row['suite']}"
 
     ending = f" ({ties})." if len(small) else "."
     return (
@@ -1410,7 +1362,7 @@ def suite_takeaway(
     Random items with a joint regression also fall below their independent MAE (0.0273 against 0.0338 on s), but
     stay above joint TailoredBench+.
     """
-    name = METHOD_NAMES.get(method, method)
+    name = _method(method)
     heads: list[str] = []
     covers: list[str] = []
     gained: list[str] = []
@@ -1440,7 +1392,7 @@ def suite_takeaway(
     if not heads:
         return [f"{name} was not run in both modes, so the joint plan is not compared with the independent one here."]
     findings = [
-        f"Planned jointly, {name}'s MAE per benchmark is {_names(heads)}, its 90% intervals covering {_names(covers)}."
+        f"Planned jointly, {name}'s MAE per benchmark is {listed(heads)}, its 90% intervals covering {listed(covers)}."
     ]
     findings.append(f"It gains beyond two standard errors across targets {'; '.join(gained)}.")
     if regressions:
