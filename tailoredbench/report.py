@@ -837,8 +837,7 @@ def provenance(record: Mapping) -> pd.DataFrame:
             ", ".join(f"{m} {s:.2f}" for m, s in seconds.items() if m != "wall_per_run")
             + (f"; wall clock {seconds['wall_per_run']:.2f}" if "wall_per_run" in seconds else ""),
         ),
-        ("package, commit", f"{record['package_version']}, {record['git_commit']}"),
-        ("computed with", ", ".join(f"{k} {v}" for k, v in record["environment"].items())),
+        *_code_rows(record),
     ]
     return pd.DataFrame(rows, columns=["what", "value"])
 
@@ -867,10 +866,16 @@ def suite_provenance(record: Mapping) -> pd.DataFrame:
     parameters = record["parameters"]
     rows += [
         ("runs, seed, workers", f"{parameters['runs']}, {parameters['seed']}, {parameters['jobs']}"),
+        *_code_rows(record),
+    ]
+    return pd.DataFrame(rows, columns=["what", "value"])
+
+
+def _code_rows(record: Mapping) -> list[tuple[str, str]]:
+    return [
         ("package, commit", f"{record['package_version']}, {record['git_commit']}"),
         ("computed with", ", ".join(f"{k} {v}" for k, v in record["environment"].items())),
     ]
-    return pd.DataFrame(rows, columns=["what", "value"])
 
 
 def _file_rows(files) -> list[tuple[str, str]]:

@@ -118,6 +118,17 @@ def by_arm(table: pd.DataFrame, keys=("arm",), weight: str | None = None) -> pd.
     return pd.DataFrame(rows)
 
 
+def _averaged(table: pd.DataFrame, key: str, weight: str | None = None) -> pd.DataFrame:
+    return by_arm(table, keys=[key], weight=weight).assign(**{key: lambda d: d[key].astype(str)})
+
+
+def _grid(cells: pd.DataFrame, index: str, columns: str, name: Callable = str) -> pd.DataFrame:
+    """``cells``' ``cell`` column, ``index`` down in order of appearance, ``columns`` across named by ``name``."""
+    grid = cells.pivot(index=index, columns=columns, values="cell").reindex(list(dict.fromkeys(cells[index])))
+    grid.columns = [name(c) for c in grid.columns]
+    return grid.reset_index()
+
+
 def per_benchmark(table: pd.DataFrame, key: str = "arm") -> pd.DataFrame:
     """Per benchmark: the arm with the lowest MAE, and the arms within noise of it (a tie, not a verdict).
 
@@ -257,7 +268,7 @@ def mean_verdict(table: pd.DataFrame, key: str = "arm", label: str = "{}") -> st
     Averaged over 2 benchmarks, G-set 5 has the lowest MAE (0.0300 ± 0.0016, against 0.0455 ± 0.0016 for
     G-set 10), but y gives 97% of that gap, and without it the two are within noise.
     """
-    averaged = by_arm(table, keys=[key]).assign(**{key: lambda d: d[key].astype(str)}).set_index(key)
+    averaged = _averaged(table, key).set_index(key)
     order = averaged["mae"].sort_values(kind="stable").index
     a, b = averaged.loc[order[0]], averaged.loc[order[1]]
     n = table["benchmark"].nunique()
@@ -285,7 +296,7 @@ def _weighted(table: pd.DataFrame, key: str, label: str) -> str:
     """The mean over benchmarks weighted by target count, its lowest arm against the next (a clause)."""
     if "targets" not in table:
         return ""
-    averaged = by_arm(table, keys=[key], weight="targets").assign(**{key: lambda d: d[key].astype(str)})
+    averaged = _averaged(table, key, "targets")
     a, b = averaged.sort_values("mae", kind="stable").iloc[:2].to_dict("records")
     tie = within_noise(a["mae"], a["mae_se"], b["mae"], b["mae_se"])
     return (
@@ -325,7 +336,7 @@ def takeaway(table: pd.DataFrame, paper: Mapping, label: str = "{}", key: str = 
     if table["benchmark"].nunique() > 1:
         sentences.append(mean_verdict(table, key, label))
     theirs = {str(arm): figures for arm, figures in paper.items()}
-    mean = by_arm(table, keys=[key]).assign(**{key: lambda d: d[key].astype(str)}).set_index(key)
+    mean = _averaged(table, key).set_index(key)
     best = min(theirs, key=lambda arm: theirs[arm][1])
     if best in mean.index:
         n = table["benchmark"].nunique()
@@ -389,10 +400,7 @@ def best_grid(table: pd.DataFrame, key: str = "method", by: str = "budget") -> p
         for _, row in per_benchmark(part, key).iterrows():
             text = row["best"] + (f" ≈ {row['tied']}" if row["tied"] else "")
             rows.append({"benchmark": row["benchmark"], by: value, "cell": text})
-    grid = pd.DataFrame(rows).pivot(index="benchmark", columns=by, values="cell")
-    grid = grid.reindex(list(dict.fromkeys(table["benchmark"])))
-    grid.columns = [f"{by} {c}" for c in grid.columns]
-    return grid.reset_index()
+    return _grid(pd.DataFrame(rows), "benchmark", by, lambda c: f"{by} {c}")
 
 
 def arm_summary(table: pd.DataFrame, paper: Mapping, key: str = "arm") -> pd.DataFrame:
@@ -929,10 +937,7 @@ def fewest_grid(fewest: pd.DataFrame, short: Mapping[str, str]) -> pd.DataFrame:
             for r in fewest.itertuples()
         ]
     )
-    grid = cells.pivot(index="benchmark", columns="precision", values="cell")
-    grid = grid.reindex(list(dict.fromkeys(fewest["benchmark"])))
-    grid.columns = [f"±{p:g}" for p in grid.columns]
-    return grid.reset_index()
+    return _grid(cells, "benchmark", "precision", lambda p: f"±{p:g}")
 
 
 def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) -> str:
@@ -1147,10 +1152,7 @@ def gains_grid(gains: pd.DataFrame) -> pd.DataFrame:
             for r in gains.itertuples()
         ]
     )
-    grid = shown.pivot(index="benchmark", columns="method", values="cell")
-    grid = grid.reindex(list(dict.fromkeys(gains["benchmark"])))[list(dict.fromkeys(gains["method"]))]
-    grid.columns = [str(c) for c in grid.columns]
-    return grid.reset_index()
+    return _grid(shown, "benchmark", "method")[["benchmark", *dict.fromkeys(gains["method"])]]
 
 
 def accuracy_correlations(suite) -> pd.DataFrame:
