@@ -55,21 +55,11 @@ def sweep(
     n_jobs: int = 1,
     methods: Sequence[str] = ("tailoredbench",),
 ) -> pd.DataFrame:
-    """Run every arm on every benchmark; one summary row per (benchmark, arm, method, budget).
+    """Run every arm on every benchmark, with the same seeds; one summary row per (benchmark, arm, method, budget).
 
-    Parameters
-    ----------
-    benchmarks : sequence of str
-    arms : mapping of label to keyword arguments of :func:`simulate`
-        (``g_size``, ``distance``, ``method_options``, ...); a callable instead is
-        called with the :class:`Benchmark` and returns them (for settings that
-        depend on the source count).
-    budget : int or sequence of int
-    runs, seed, n_jobs, methods
-        As for :func:`simulate`; every arm uses the same seeds.
+    ``arms`` maps a label to keyword arguments of :func:`simulate` (``g_size``, ``method_options``, ...),
+    or to a callable that returns them from the :class:`Benchmark` (for settings that depend on it).
 
-    Examples
-    --------
     >>> table = sweep(["pope"], {"on": {}, "off": {"method_options": {"calibrate": False}}}, budget=20, runs=2)
     >>> table[["benchmark", "targets", "arm"]].values.tolist()
     [['pope', 5, 'on'], ['pope', 5, 'off']]
@@ -94,8 +84,6 @@ def by_arm(table: pd.DataFrame, keys=("arm",), weight: str | None = None) -> pd.
     of 150 target models counts 30 times one of 5). Where ``table`` has ``mae_se`` and
     ``kendall_tau_se``, the mean's standard error is that of a weighted sum of independent means.
 
-    Examples
-    --------
     >>> table = pd.DataFrame({"arm": ["a", "a"], "mae": [0.02, 0.06], "mae_se": [0.003, 0.004],
     ...                       "kendall_tau": [0.8, 0.4], "kendall_tau_se": [0.01, 0.01], "targets": [150, 50]})
     >>> by_arm(table).round(4).to_dict("records")
@@ -136,8 +124,6 @@ def per_benchmark(table: pd.DataFrame, key: str = "arm") -> pd.DataFrame:
     returns at one budget). ``clear`` says the best arm's MAE is more than two standard errors
     of the difference below every other arm's (:func:`~tailoredbench.metrics.within_noise`).
 
-    Examples
-    --------
     >>> table = pd.DataFrame({"benchmark": ["x", "x", "y", "y"], "arm": ["a", "b", "a", "b"],
     ...                       "mae": [0.030, 0.050, 0.0609, 0.0609], "mae_se": [0.001, 0.001, 0.003, 0.004]})
     >>> per_benchmark(table)[["benchmark", "best", "tied", "clear"]].values.tolist()
@@ -179,8 +165,6 @@ def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
     ``label`` formats an arm (``"G-set {}"``). Arms within noise of the lowest are a tie, named alike
     whichever of them happens to be lowest (two identical arms included).
 
-    Examples
-    --------
     >>> verdicts = pd.DataFrame({"benchmark": ["x", "y", "z"], "best": ["a", "a", "b"], "tied": ["", "b", "a"],
     ...                          "clear": [True, False, False]})
     >>> print(best_by_benchmark(verdicts, "arm {}"))  # doctest: +NORMALIZE_WHITESPACE
@@ -223,8 +207,6 @@ def gap_shares(table: pd.DataFrame, a: str, b: str, key: str = "arm") -> pd.Data
     benchmark with more than half of it makes the average on its own. ``without_tie``: whether
     the two arms are within noise once that benchmark is left out.
 
-    Examples
-    --------
     >>> table = pd.DataFrame({"benchmark": ["x", "x", "y", "y"], "arm": ["5", "10"] * 2,
     ...                       "mae": [0.03, 0.031, 0.03, 0.06], "mae_se": [0.001, 0.001, 0.01, 0.01]})
     >>> gap_shares(table, "5", "10")[["benchmark", "share", "without_tie"]].round(2).values.tolist()
@@ -260,8 +242,6 @@ def gap_shares(table: pd.DataFrame, a: str, b: str, key: str = "arm") -> pd.Data
 def mean_verdict(table: pd.DataFrame, key: str = "arm", label: str = "{}") -> str:
     """The average over benchmarks in one sentence: its best arm against the next, and whether one benchmark makes it.
 
-    Examples
-    --------
     >>> table = pd.DataFrame({"benchmark": ["x", "x", "y", "y"], "arm": ["5", "10"] * 2,
     ...                       "mae": [0.03, 0.031, 0.03, 0.06], "mae_se": [0.001, 0.001, 0.003, 0.003]})
     >>> print(mean_verdict(table, label="G-set {}"))  # doctest: +NORMALIZE_WHITESPACE
@@ -308,8 +288,6 @@ def _weighted(table: pd.DataFrame, key: str, label: str) -> str:
 def paper_gap(ours: float, ours_se: float, theirs: float) -> str:
     """Our mean beside the paper's figure, the gap in our standard errors (the paper gives none).
 
-    Examples
-    --------
     >>> paper_gap(0.0322, 0.0010, 0.027)
     "0.0322 ± 0.0010 against the paper's 0.027, 5.2 standard errors above it"
     >>> paper_gap(0.0275, 0.0010, 0.027)
@@ -353,8 +331,6 @@ def readable(table: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:
     Other float columns keep ``decimals`` decimals (the paper's, ``paper*``, the three it prints); a
     missing value is left blank.
 
-    Examples
-    --------
     >>> table = pd.DataFrame({"arm": ["a"], "mae": [0.04123], "mae_se": [0.00081], "paper_mae": [0.027]})
     >>> readable(table).iloc[0].tolist()
     ['a', '0.0412 ±\xa00.0008', '0.027']
@@ -601,8 +577,6 @@ def ratio_se(a: float, a_se: float, b: float, b_se: float) -> float:
 def coverage_verdict(coverage: float, se: float, goal=None) -> str:
     """``inside`` the goal (85-95%), ``consistent`` with it (outside, within two standard errors), ``below``, ``above``.
 
-    Examples
-    --------
     >>> coverage_verdict(0.931, 0.014), coverage_verdict(0.954, 0.014), coverage_verdict(0.80, 0.01)
     ('inside', 'consistent', 'below')
     """
@@ -705,8 +679,6 @@ def below_best_baseline(headline: pd.DataFrame) -> str:
     """One sentence: on how many benchmarks TailoredBench+ is below the best baseline (:func:`beyond_headline`), and
     which best baselines came after the paper, said so, lest they be read as the paper's baselines.
 
-    Examples
-    --------
     >>> headline = pd.DataFrame({"benchmark": ["gsm8k", "pope", "x"], "TailoredBench+": 0.02,
     ...                          "best baseline": ["gp_irt", "fluid", "fluid"], "baseline": [0.03, 0.01, 0.03]})
     >>> print(below_best_baseline(headline))  # doctest: +NORMALIZE_WHITESPACE
@@ -769,8 +741,6 @@ def coverage_by_target(results: pd.DataFrame) -> pd.DataFrame:
     standard error (their spread over ``sqrt(n_targets)``) says how much the figure
     would move with another set of target models, which a run count cannot reduce.
 
-    Examples
-    --------
     >>> results = pd.DataFrame({"method": "m", "target": ["a", "a", "b", "b"], "true": 0.5,
     ...                         "interval_low": [0.4, 0.6, 0.4, 0.4], "interval_high": 0.6})
     >>> coverage_by_target(results).round(3).to_dict("records")
@@ -835,8 +805,6 @@ def coverage_by_split(
 def agreement(agrees: bool, partly: bool = False) -> str:
     """The closing words of a finding.
 
-    Examples
-    --------
     >>> agreement(False, partly=True)
     'Agrees in part with the paper.'
     """
@@ -888,8 +856,6 @@ def fewest_items(items: pd.DataFrame, share: float = sequential.GOAL_SHARE) -> p
     when no method brings ``share`` of the targets to the precision by the maximum budget; the
     row gives that method's items and coverage (the lowest's, for a tie).
 
-    Examples
-    --------
     >>> items = pd.DataFrame({"benchmark": "x", "precision": [0.05, 0.05, 0.1, 0.1], "method": ["a", "b"] * 2,
     ...                       "items": [40.0, 30.0, 15.0, 15.5], "items_se": 1.0, "reached": [0.95, 0.92, 1, 1],
     ...                       "coverage": 0.9, "coverage_se": 0.01})
@@ -913,8 +879,6 @@ def fewest_items(items: pd.DataFrame, share: float = sequential.GOAL_SHARE) -> p
 def reach(share: float, goal: float = sequential.GOAL_SHARE) -> str:
     """A share of targets short of ``goal``, as a percentage that never rounds up to the goal.
 
-    Examples
-    --------
     >>> reach(0.19), reach(0.896), reach(0.8996), reach(1.0)
     ('19%', '89.6%', '89.9%', '100%')
     """
@@ -946,8 +910,6 @@ def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) ->
     ``items`` is :func:`items_by_precision`'s table; a gap within noise is a tie, and a method that brings
     fewer than :data:`~tailoredbench.sequential.GOAL_SHARE` of the targets to the precision says how many.
 
-    Examples
-    --------
     >>> items = pd.DataFrame({"benchmark": "gsm8k", "precision": 0.06, "method": ["a", "b"], "items": [20.0, 30.0],
     ...                       "items_se": 1.0, "reached": 1.0, "coverage": 0.9, "coverage_se": 0.01})
     >>> versus_at(items, "a", "b", 0.06)
@@ -1017,8 +979,6 @@ def _percent_se(se: float) -> str:
 def suite_table(summary: pd.DataFrame) -> pd.DataFrame:
     """:attr:`~tailoredbench.suite.SuiteSimulation.summary` for reading: per mode and method, "mean ± se" cells.
 
-    Examples
-    --------
     >>> summary = pd.DataFrame({"mode": ["joint"], "method": ["tailored_plus"], "mae": [0.01904], "mae_se": [0.0003],
     ...                         "suite_mae": [0.01046], "suite_mae_se": [0.0001], "coverage": [0.8994],
     ...                         "coverage_se": [0.0013], "suite_coverage": [0.9045], "items": [100], "runs": [3]})
@@ -1048,8 +1008,6 @@ def suite_table(summary: pd.DataFrame) -> pd.DataFrame:
 def suite_summary_reading(summary: pd.DataFrame, suite_name: str, goal=COVERAGE_RANGE) -> str:
     """:func:`suite_table` in prose: the lowest MAE per benchmark and of the suite mean, and how the intervals cover.
 
-    Examples
-    --------
     >>> summary = pd.DataFrame({"mode": ["joint", "independent"], "method": "tailored_plus", "mae": [0.019, 0.0214],
     ...                         "mae_se": 0.0001, "suite_mae": [0.0105, 0.0113], "coverage": [0.899, 0.96],
     ...                         "coverage_se": 0.002})
@@ -1101,8 +1059,6 @@ def joint_gains(results: pd.DataFrame, methods: Sequence[str] = SUITE_JOINT) -> 
     ``difference_se`` its standard error across targets (each target's absolute error averaged over runs,
     paired between the modes). ``verdict``: ``gain`` or ``loss`` beyond two such standard errors, else ``tie``.
 
-    Examples
-    --------
     >>> rows = [(r, mode, "m", "b", t, 0.5, 0.5 + e) for r in range(2) for t, (j, i) in enumerate(
     ...         [(0.01, 0.02), (0.02, 0.03), (0.01, 0.03)]) for mode, e in (("joint", j), ("independent", i))]
     >>> results = pd.DataFrame(rows, columns=["run", "mode", "method", "benchmark", "target", "true", "estimate"])
@@ -1165,8 +1121,6 @@ def predictability(suite) -> pd.DataFrame:
     """Per benchmark, across the source models: the mean correlation of its accuracy with the others', and the R²
     of a least-squares fit of its accuracy on all the others' (how much of it the rest of the suite predicts).
 
-    Examples
-    --------
     >>> from tailoredbench.datasets.matrix import ResponseMatrix
     >>> from tailoredbench.datasets.suites import Suite
     >>> rng = np.random.default_rng(0)  # SYNTHETIC: b follows a, c is noise
@@ -1249,8 +1203,6 @@ def gains_reading(gains: pd.DataFrame, predicted: pd.DataFrame, suite_name: str)
 
     ``gains`` is :func:`joint_gains`'s table of one suite, ``predicted`` :func:`predictability`'s.
 
-    Examples
-    --------
     >>> gains = pd.DataFrame({"method": ["tailored_plus"] * 3, "benchmark": ["x", "y", "suite mean"],
     ...                       "ratio": [0.85, 0.97, 0.9], "verdict": ["gain", "tie", "gain"]})
     >>> predicted = pd.DataFrame({"benchmark": ["x", "y"], "mean_r": [0.6, 0.6], "r2": [0.36, 0.36]})
@@ -1311,8 +1263,6 @@ def gains_figure_reading(gains: Mapping[str, pd.DataFrame], marks: tuple[float, 
     """The suite figure in prose: how many (suite, benchmark, method) ratios fall below 1, the extremes, and how
     many are at most ``marks[0]`` (a large gain) or above ``marks[1]`` (a small one), the suite means left out.
 
-    Examples
-    --------
     >>> gains = {"s": pd.DataFrame({"method": "tailored_plus", "benchmark": ["x", "y", "suite mean"],
     ...                             "ratio": [0.78, 0.97, 0.9], "verdict": ["gain", "tie", "gain"]})}
     >>> print(gains_figure_reading(gains))  # doctest: +NORMALIZE_WHITESPACE
@@ -1349,8 +1299,6 @@ def suite_takeaway(
     ``summaries`` and ``gains`` map a suite's name to its :attr:`~tailoredbench.suite.SuiteSimulation.summary`
     and :func:`joint_gains` table.
 
-    Examples
-    --------
     >>> summary = pd.DataFrame({"mode": ["joint", "independent"] * 2, "method": ["tailored_plus"] * 2 + [
     ...     "random_regression"] * 2, "mae": [0.019, 0.0214, 0.0273, 0.0338], "coverage": 0.899, "items": 100})
     >>> gains = pd.DataFrame({"method": "tailored_plus", "benchmark": ["x", "y", "suite mean"],
