@@ -15,7 +15,7 @@ import pandas as pd
 
 from . import rng, sequential
 from .conformal import NORMALISATIONS
-from .datasets.benchmarks import PAPER_BENCHMARKS, SPECS, Benchmark, benchmark_spec
+from .datasets.benchmarks import SPECS, Benchmark, benchmark_spec
 from .datasets.families import model_family
 from .datasets.matrix import ResponseMatrix, split_models
 from .distances import standardize
@@ -28,11 +28,6 @@ from .report import NO_ERROR, cell, listed, title
 from .simulate import Simulation, simulate
 from .stacking import COMPONENTS
 from .tailored import g_set, ranked_sources
-
-#: Benchmarks the averaged studies run on, in the paper's order.
-STUDY_BENCHMARKS = PAPER_BENCHMARKS
-#: Benchmarks whose models have names (for the family study).
-NAMED_BENCHMARKS = tuple(name for name in PAPER_BENCHMARKS if SPECS[name].named_models)
 
 
 def study_benchmark(name: str, seed: int = 0) -> tuple[Benchmark, int]:
@@ -622,17 +617,11 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
     table["meets_coverage"] = [
         coverage_verdict(c, e) in ("inside", "consistent") for c, e in zip(table["coverage"], spread, strict=True)
     ]
-    table["role"] = np.where(
-        table["method"] == faithful,
-        "faithful TailoredBench",
-        np.where(
-            table["method"] == _plus(chosen),
-            "TailoredBench+ (chosen)",
-            np.where(
-                [MethodSpec.parse(m).base == "tailored_plus" for m in table["method"]], "variant", "best baseline"
-            ),
-        ),
-    )
+    roles = {faithful: "faithful TailoredBench", _plus(chosen): "TailoredBench+ (chosen)"}
+    table["role"] = [
+        roles.get(m, "variant" if MethodSpec.parse(m).base == "tailored_plus" else "best baseline")
+        for m in table["method"]
+    ]
     table["meets_mae"] = table["meets_mae"].astype(object)
     table.loc[table["method"] == faithful, "meets_mae"] = None  # the reference itself
     return table
