@@ -75,9 +75,8 @@ def sweep(
 def by_arm(table: pd.DataFrame, keys=("arm",), weight: str | None = None) -> pd.DataFrame:
     """The mean over benchmarks of MAE and Kendall's tau per arm (the paper's averaging), with its standard error.
 
-    Each benchmark counts once, or in proportion to its ``weight`` column (``"targets"``: a benchmark
-    of 150 target models counts 30 times one of 5). Where ``table`` has ``mae_se`` and
-    ``kendall_tau_se``, the mean's standard error is that of a weighted sum of independent means.
+    Each benchmark counts once, or in proportion to its ``weight`` column; the standard error (where
+    ``table`` has ``mae_se`` and ``kendall_tau_se``) is that of a weighted sum of independent means.
 
     >>> table = pd.DataFrame({"arm": ["a", "a"], "mae": [0.02, 0.06], "mae_se": [0.003, 0.004],
     ...                       "kendall_tau": [0.8, 0.4], "kendall_tau_se": [0.01, 0.01], "targets": [150, 50]})
@@ -300,10 +299,8 @@ def paper_gap(ours: float, ours_se: float, theirs: float) -> str:
 def takeaway(table: pd.DataFrame, paper: Mapping, label: str = "{}", key: str = "arm") -> list[str]:
     """An arm study's findings in at most three sentences, from this run's numbers.
 
-    Per benchmark (:func:`best_by_benchmark`), the average over benchmarks and whether one of
-    them makes it (:func:`mean_verdict`, with two or more), and our mean at the paper's best
-    arm beside the paper's figure (:func:`paper_gap`). ``paper`` maps an arm to the paper's
-    (tau, MAE).
+    :func:`best_by_benchmark`, :func:`mean_verdict` (with two benchmarks or more) and :func:`paper_gap`
+    at the paper's best arm; ``paper`` maps an arm to the paper's (tau, MAE).
     """
     sentences = [best_by_benchmark(per_benchmark(table, key), label)]
     if table["benchmark"].nunique() > 1:
@@ -377,9 +374,8 @@ def best_grid(table: pd.DataFrame, key: str = "method", by: str = "budget") -> p
 def arm_summary(table: pd.DataFrame, paper: Mapping, key: str = "arm") -> pd.DataFrame:
     """Per arm: the mean over benchmarks, the mean weighted by target count, and the paper's figures.
 
-    MAE and tau with their standard errors (:func:`by_arm`); ``weighted_mae`` counts each
-    benchmark in proportion to its targets, so that a benchmark of five target models cannot
-    make the average on its own.
+    ``weighted_mae`` counts each benchmark in proportion to its targets, so that a benchmark of five
+    target models cannot make the average on its own.
     """
     mean = paper_table(by_arm(table, keys=[key]), paper, key)
     weighted = by_arm(table, keys=[key], weight="targets").rename(
@@ -630,9 +626,8 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
 def beyond_headline(table: pd.DataFrame) -> pd.DataFrame:
     """Per benchmark, from :func:`beyond_table`: the faithful method, TailoredBench+ and the best baseline.
 
-    MAE over budgets with its standard error, TailoredBench+'s MAE as a ratio to the faithful
-    method's and whether the two differ beyond noise (``lower``, ``higher`` or ``tie``), and
-    TailoredBench+'s interval coverage with its standard error across targets.
+    MAE over budgets, TailoredBench+'s ratio to the faithful method's and whether it is ``lower``,
+    ``higher`` or a ``tie``, and TailoredBench+'s coverage with its standard error across targets.
     """
     rows = []
     for benchmark, part in table.groupby("benchmark", sort=False):
@@ -726,9 +721,8 @@ def normalisation_table(
 def coverage_by_target(results: pd.DataFrame) -> pd.DataFrame:
     """Per method: interval coverage over all targets, runs and budgets, and its standard error across targets.
 
-    Each target's coverage over its runs and budgets is one observation: the
-    standard error (their spread over ``sqrt(n_targets)``) says how much the figure
-    would move with another set of target models, which a run count cannot reduce.
+    Each target's coverage is one observation: the standard error says how much the figure would move
+    with other target models, which more runs cannot reduce.
 
     >>> results = pd.DataFrame({"method": "m", "target": ["a", "a", "b", "b"], "true": 0.5,
     ...                         "interval_low": [0.4, 0.6, 0.4, 0.4], "interval_high": 0.6})
@@ -809,10 +803,9 @@ def agreement(agrees: bool, partly: bool = False) -> str:
 def items_by_precision(rounds_of: Mapping[str, Simulation], precisions: Sequence[float]) -> pd.DataFrame:
     """Per benchmark, precision and method: the items the sequential mode asks and the coverage where it stops.
 
-    ``rounds_of`` maps a benchmark to its :func:`~tailoredbench.sequential.simulate_rounds`. Each
-    target's mean over runs is one observation: ``items_se`` and ``coverage_se`` are their spread
-    across targets over ``sqrt(n_targets)``, as in :func:`coverage_by_target`. ``reached`` is the
-    share of (target, run) that reached the precision by the maximum budget.
+    ``rounds_of`` maps a benchmark to its :func:`~tailoredbench.sequential.simulate_rounds`. The standard
+    errors are across targets, as in :func:`coverage_by_target`; ``reached`` is the share of (target,
+    run) that reached the precision by the maximum budget.
     """
     rows = []
     for name, rounds in rounds_of.items():
