@@ -47,8 +47,6 @@ def write_table(table: pd.DataFrame, directory: str | Path, name: str) -> None:
 def se_decimals(ses, least: int = 3, most: int = 4) -> int:
     """Decimals at which every standard error shows a digit, from ``least`` to ``most``.
 
-    Examples
-    --------
     >>> se_decimals([0.0012, 0.004]), se_decimals([0.00026, 0.004]), se_decimals([0.0, 0.004])
     (3, 4, 3)
     """
@@ -188,8 +186,6 @@ def folder(path: str | Path) -> Path:
 
     So ``papermill`` started from any folder writes inside the project, as JupyterLab does.
 
-    Examples
-    --------
     >>> folder("../scratch/gsm8k") == CHECKOUT / "scratch" / "gsm8k"
     True
     """
@@ -280,7 +276,8 @@ def write_report(sim, directory: str | Path, **extra) -> dict:
 # Readings: sentences built from a run's own numbers
 
 
-def _listed(words) -> str:
+def listed(words) -> str:
+    """Words joined by commas and a last "and" (``a, b and c``)."""
     words = list(words)
     return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
 
@@ -335,8 +332,6 @@ class Match:
 
         With ``prose``, words that go before "the best baseline's" in a sentence.
 
-        Examples
-        --------
         >>> Match(30, "mae", "tailoredbench", 0.0280, 0.0002, "gp_irt", 0.0250, 0.0002).change()
         '12% worse'
         >>> Match(30, "mae", "tailoredbench", 0.0583, 0.0059, "gp_irt", 0.0123, 0.0001).change(prose=True)
@@ -359,6 +354,10 @@ class Match:
         return cell(self.value, self.se, decimals), cell(self.rival_value, self.rival_se, decimals)
 
 
+def _at(summary: pd.DataFrame, budget: int) -> pd.DataFrame:
+    return summary[summary["budget"] == budget].set_index("method")
+
+
 def match(
     summary: pd.DataFrame, budget: int, metric: str = "mae", method: str = TAILORED, paper_only: bool = False
 ) -> Match | None:
@@ -366,7 +365,7 @@ def match(
 
     ``paper_only``: among the paper's baselines, so that a comparison with the paper compares like with like.
     """
-    part = summary[summary["budget"] == budget].set_index("method")
+    part = _at(summary, budget)
     rivals = [m != method and kind_of(m) == "baseline" and (not paper_only or m in PAPER_METHODS) for m in part.index]
     baselines = part[rivals]
     if method not in part.index or baselines.empty:
@@ -381,8 +380,6 @@ def match(
 def _tally(matches) -> str:
     """How often a method beats, ties and trails the best baseline, over the budgets of ``matches``.
 
-    Examples
-    --------
     >>> win, loss = Match(20, "mae", "t", 1, 0.01, "b", 2, 0.01), Match(30, "mae", "t", 2, 0.01, "b", 1, 0.01)
     >>> _tally([win, win]), _tally([win, loss, loss])
     ('beats every baseline at all 2 budgets', 'beats every baseline at 1 and trails the best at 2 of the 3 budgets')
@@ -397,7 +394,7 @@ def _tally(matches) -> str:
     for outcome, said in words.items():
         if count[outcome] == n:
             return f"{said} at all {n} budgets"
-    return _listed(f"{words[o]} at {count[o]}" for o in words if count[o]) + f" of the {n} budgets"
+    return listed(f"{words[o]} at {count[o]}" for o in words if count[o]) + f" of the {n} budgets"
 
 
 def _headline(m: Match, decimals: int) -> str:
@@ -432,14 +429,14 @@ def rounding_explains(gap: float, se: float) -> bool:
 
 def _later(summary: pd.DataFrame, budget: int, metric: str = "mae") -> str:
     """A clause on the methods that came after the paper (not its baselines) at ``budget``, or nothing."""
-    part = summary[summary["budget"] == budget].set_index("method")
+    part = _at(summary, budget)
     later = [m for m in part.index if kind_of(m) == "baseline" and m not in PAPER_METHODS]
     decimals = se_decimals(part["mae_se"], least=4)
     said = [
         f"{m}, from after the paper, has {cell(part.at[m, metric], part.at[m, f'{metric}_se'], decimals)}"
         for m in later
     ]
-    return "; " + _listed(said) if said else ""
+    return "; " + listed(said) if said else ""
 
 
 def takeaway(summary: pd.DataFrame, paper_mae_at_30=None, method: str = TAILORED) -> str:
@@ -453,7 +450,7 @@ def takeaway(summary: pd.DataFrame, paper_mae_at_30=None, method: str = TAILORED
     head = match(summary, budget, "mae", method, paper_only=True) or match(summary, budget, "mae", method)
     over = f"over {runs} run{'s' * (runs != 1)}" + (", too few for steady standard errors" if runs < 10 else "") + ","
     if head is None:  # nothing to compare: say who leads
-        part = summary[summary["budget"] == budget].set_index("method")
+        part = _at(summary, budget)
         best = part["mae"].idxmin()
         return (
             f"At {budget} items, {over} the lowest MAE is {best}'s: "
@@ -508,7 +505,7 @@ def runs_reading(summary: pd.DataFrame, per_run: pd.DataFrame, method: str = TAI
 def tau_reading(summary: pd.DataFrame) -> str:
     """A sentence on the tau table: the highest and lowest at the headline budget."""
     budget = headline_budget(summary)
-    part = summary[summary["budget"] == budget].set_index("method")
+    part = _at(summary, budget)
     high, low = part["kendall_tau"].idxmax(), part["kendall_tau"].idxmin()
     decimals = se_decimals(part.loc[[high, low], "kendall_tau_se"])
 
@@ -554,7 +551,7 @@ def curve_reading(summary: pd.DataFrame, method: str = TAILORED) -> str:
         change = last / first - 1
         moved = "about the same" if abs(change) < 0.005 else f"{abs(change):.0%} {'lower' if change < 0 else 'higher'}"
         falls.append(f"{_called(m)}'s MAE goes from {first:.4f} to {last:.4f} ({moved})")
-    return f"From {budgets[0]} to {budgets[-1]} items, {_listed(falls)}."
+    return f"From {budgets[0]} to {budgets[-1]} items, {listed(falls)}."
 
 
 def estimates_reading(results: pd.DataFrame, budget: int, run: int = 0) -> str:
@@ -700,11 +697,8 @@ def comparison_table(comparison: pd.DataFrame) -> pd.DataFrame:
 def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
     """At most three sentences on the main table: TailoredBench per benchmark at ``budget``, the paper, tau."""
     benchmarks = list(dict.fromkeys(table["benchmark"]))
-    mae: dict[str, Match] = {}
-    for b in benchmarks:
-        found = match(table[table["benchmark"] == b], budget, paper_only=True)
-        if found is not None:
-            mae[b] = found
+    found = {b: match(table[table["benchmark"] == b], budget, paper_only=True) for b in benchmarks}
+    mae = {b: m for b, m in found.items() if m is not None}
     if not mae:
         return f"No benchmark has TailoredBench and a baseline at {budget} items."
     groups = {o: [b for b, m in mae.items() if m.outcome == o] for o in ("win", "tie", "loss")}
@@ -721,32 +715,31 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
                 wins.append(f"{title(b)} (at {budget} items only: it {_tally(every)})")
             else:
                 wins.append(f"{title(b)} (not at every budget: it {_tally(every)})")
-        parts.append("has a lower MAE than every baseline on " + _listed(wins))
+        parts.append("has a lower MAE than every baseline on " + listed(wins))
     if groups["tie"]:
-        parts.append("ties the best baseline on " + _listed(title(b) for b in groups["tie"]))
+        parts.append("ties the best baseline on " + listed(title(b) for b in groups["tie"]))
     if groups["loss"]:
         losses = [f"{title(b)} ({mae[b].change(prose=True)} {mae[b].rival}'s)" for b in groups["loss"]]
-        parts.append("is worse on " + _listed(losses))
-    sentences = [f"At {budget} items, against the paper's baselines, TailoredBench {_listed(parts)}."]
+        parts.append("is worse on " + listed(losses))
+    sentences = [f"At {budget} items, against the paper's baselines, TailoredBench {listed(parts)}."]
     if paper:
         short = {"reproduced": "reproduced", "a smaller gain": "smaller", "not reproduced": "not reproduced"}
         verdicts: dict[str, list[str]] = {v: [] for v in short.values()}
-        for b in mae:
-            like = match(table[table["benchmark"] == b], budget, paper_only=True)
-            if b in paper and like is not None:
-                verdicts.setdefault(short[reproduction(like, paper[b]).split(" (")[0]], []).append(title(b))
-        said = [f"{v} on {_listed(names)}" for v, names in verdicts.items() if names]
+        for b, m in mae.items():
+            if b in paper:
+                verdicts.setdefault(short[reproduction(m, paper[b]).split(" (")[0]], []).append(title(b))
+        said = [f"{v} on {listed(names)}" for v, names in verdicts.items() if names]
         sentences.append(
             f"Set beside the paper's gain over its best baseline, its gain over the paper's baselines is "
-            f"{_listed(said)}."
+            f"{listed(said)}."
         )
     tau = {b: match(table[table["benchmark"] == b], budget, "kendall_tau", paper_only=True) for b in mae}
     best = [title(b) for b, m in tau.items() if m is not None and m.outcome == "win"]
     tied = [title(b) for b, m in tau.items() if m is not None and m.outcome == "tie"]
-    said = [f"ranks the targets best on {_listed(best) or 'none'}"]
-    said += [f"ties the best baseline on {_listed(tied)}"] * bool(tied)
+    said = [f"ranks the targets best on {listed(best) or 'none'}"]
+    said += [f"ties the best baseline on {listed(tied)}"] * bool(tied)
     noun = "benchmark" if len(tau) == 1 else "benchmarks"
-    sentences.append(f"On Kendall's tau, of {len(tau)} {noun}, it {_listed(said)}.")
+    sentences.append(f"On Kendall's tau, of {len(tau)} {noun}, it {listed(said)}.")
     return " ".join(sentences)
 
 
@@ -791,8 +784,8 @@ def comparison_reading(comparison: pd.DataFrame) -> str:
     for _, r in comparison.iterrows():
         se, gap = r["our_tailoredbench_se"], abs(r["gap_to_paper"])
         (within if gap <= 2 * se + PAPER_ROUNDING else beyond).append(title(r["benchmark"]))
-    said = [f"by more than our noise and the paper's rounding on {_listed(beyond)}"] * bool(beyond)
-    said += [f"within them on {_listed(within)}"] * bool(within)
+    said = [f"by more than our noise and the paper's rounding on {listed(beyond)}"] * bool(beyond)
+    said += [f"within them on {listed(within)}"] * bool(within)
     return (
         f"Our TailoredBench's MAE differs from the paper's {' and '.join(said)}. A gap beyond them is a difference "
         "between the two experiments (data, models or a detail of the method), not the noise of our runs."
@@ -836,8 +829,7 @@ def provenance(record: Mapping) -> pd.DataFrame:
             ", ".join(f"{m} {s:.2f}" for m, s in seconds.items() if m != "wall_per_run")
             + (f"; wall clock {seconds['wall_per_run']:.2f}" if "wall_per_run" in seconds else ""),
         ),
-        ("package, commit", f"{record['package_version']}, {record['git_commit']}"),
-        ("computed with", ", ".join(f"{k} {v}" for k, v in record["environment"].items())),
+        *_code_rows(record),
     ]
     return pd.DataFrame(rows, columns=["what", "value"])
 
@@ -866,10 +858,16 @@ def suite_provenance(record: Mapping) -> pd.DataFrame:
     parameters = record["parameters"]
     rows += [
         ("runs, seed, workers", f"{parameters['runs']}, {parameters['seed']}, {parameters['jobs']}"),
+        *_code_rows(record),
+    ]
+    return pd.DataFrame(rows, columns=["what", "value"])
+
+
+def _code_rows(record: Mapping) -> list[tuple[str, str]]:
+    return [
         ("package, commit", f"{record['package_version']}, {record['git_commit']}"),
         ("computed with", ", ".join(f"{k} {v}" for k, v in record["environment"].items())),
     ]
-    return pd.DataFrame(rows, columns=["what", "value"])
 
 
 def _file_rows(files) -> list[tuple[str, str]]:

@@ -1,17 +1,8 @@
-"""The paper's analysis studies: ablations, native sources, budget scaling, families, embeddings.
+"""The paper's analysis studies and the beyond-the-paper, precision and suite notebooks' tables and readings.
 
-Each study notebook (``notebooks/study_*.ipynb``) is a few calls into this module:
-:func:`sweep` runs TailoredBench under several settings ("arms") on several
-benchmarks with the same seeds (a paired comparison), :func:`by_arm` averages over
-benchmarks as the paper does, :func:`paper_table` sets the paper's figure beside
-ours, and :func:`tailoredbench.report.write_study` writes ``tables/``, ``figures/`` and
-``metrics.json``.
-The beyond-the-paper notebook uses :func:`compare_on_sources` (TailoredBench+'s
-variants with source models only), :func:`beyond_table`, :func:`normalisation_table`
-(how the intervals scale, on source models) and :func:`coverage_by_target` and
-:func:`coverage_by_split` (how far an interval's coverage depends on which models are
-the targets). The suite notebook reads a suite's simulation through :func:`joint_gains`
-(joint against independent, per benchmark), :func:`predictability` and :func:`suite_takeaway`.
+A study notebook runs TailoredBench over settings ("arms") with the same seeds (:func:`sweep`, a
+paired comparison), averages over benchmarks with :func:`by_arm` as the paper does, and sets the
+paper's figure beside ours (:func:`paper_table`).
 """
 
 from __future__ import annotations
@@ -24,7 +15,7 @@ import pandas as pd
 
 from . import rng, sequential
 from .conformal import NORMALISATIONS
-from .datasets.benchmarks import PAPER_BENCHMARKS, SPECS, Benchmark, benchmark_spec
+from .datasets.benchmarks import SPECS, Benchmark, benchmark_spec
 from .datasets.families import model_family
 from .datasets.matrix import ResponseMatrix, split_models
 from .errors import TailoredBenchError
@@ -32,14 +23,9 @@ from .kmedoids import binary_points, k_medoids_binary, standardize
 from .methods import PAPER_METHODS, MethodSpec
 from .methods.tailored_plus import VARIANTS
 from .metrics import covered, within_noise
-from .report import NO_ERROR, cell, title
+from .report import NO_ERROR, cell, listed, title
 from .simulate import Simulation, simulate
 from .tailored import COMPONENTS, g_set, ranked_sources
-
-#: Benchmarks the averaged studies run on, in the paper's order.
-STUDY_BENCHMARKS = PAPER_BENCHMARKS
-#: Benchmarks whose models have names (for the family study).
-NAMED_BENCHMARKS = tuple(name for name in PAPER_BENCHMARKS if SPECS[name].named_models)
 
 
 def study_benchmark(name: str, seed: int = 0) -> tuple[Benchmark, int]:
@@ -62,21 +48,11 @@ def sweep(
     n_jobs: int = 1,
     methods: Sequence[str] = ("tailoredbench",),
 ) -> pd.DataFrame:
-    """Run every arm on every benchmark; one summary row per (benchmark, arm, method, budget).
+    """Run every arm on every benchmark, with the same seeds; one summary row per (benchmark, arm, method, budget).
 
-    Parameters
-    ----------
-    benchmarks : sequence of str
-    arms : mapping of label to keyword arguments of :func:`simulate`
-        (``g_size``, ``distance``, ``method_options``, ...); a callable instead is
-        called with the :class:`Benchmark` and returns them (for settings that
-        depend on the source count).
-    budget : int or sequence of int
-    runs, seed, n_jobs, methods
-        As for :func:`simulate`; every arm uses the same seeds.
+    ``arms`` maps a label to keyword arguments of :func:`simulate` (``g_size``, ``method_options``, ...),
+    or to a callable that returns them from the :class:`Benchmark` (for settings that depend on it).
 
-    Examples
-    --------
     >>> table = sweep(["pope"], {"on": {}, "off": {"method_options": {"calibrate": False}}}, budget=20, runs=2)
     >>> table[["benchmark", "targets", "arm"]].values.tolist()
     [['pope', 5, 'on'], ['pope', 5, 'off']]
@@ -97,12 +73,9 @@ def sweep(
 def by_arm(table: pd.DataFrame, keys=("arm",), weight: str | None = None) -> pd.DataFrame:
     """The mean over benchmarks of MAE and Kendall's tau per arm (the paper's averaging), with its standard error.
 
-    Each benchmark counts once, or in proportion to its ``weight`` column (``"targets"``: a benchmark
-    of 150 target models counts 30 times one of 5). Where ``table`` has ``mae_se`` and
-    ``kendall_tau_se``, the mean's standard error is that of a weighted sum of independent means.
+    Each benchmark counts once, or in proportion to its ``weight`` column; the standard error (where
+    ``table`` has ``mae_se`` and ``kendall_tau_se``) is that of a weighted sum of independent means.
 
-    Examples
-    --------
     >>> table = pd.DataFrame({"arm": ["a", "a"], "mae": [0.02, 0.06], "mae_se": [0.003, 0.004],
     ...                       "kendall_tau": [0.8, 0.4], "kendall_tau_se": [0.01, 0.01], "targets": [150, 50]})
     >>> by_arm(table).round(4).to_dict("records")
@@ -125,6 +98,17 @@ def by_arm(table: pd.DataFrame, keys=("arm",), weight: str | None = None) -> pd.
     return pd.DataFrame(rows)
 
 
+def _averaged(table: pd.DataFrame, key: str, weight: str | None = None) -> pd.DataFrame:
+    return by_arm(table, keys=[key], weight=weight).assign(**{key: lambda d: d[key].astype(str)})
+
+
+def _grid(cells: pd.DataFrame, index: str, columns: str, name: Callable = str) -> pd.DataFrame:
+    """``cells``' ``cell`` column, ``index`` down in order of appearance, ``columns`` across named by ``name``."""
+    grid = cells.pivot(index=index, columns=columns, values="cell").reindex(list(dict.fromkeys(cells[index])))
+    grid.columns = [name(c) for c in grid.columns]
+    return grid.reset_index()
+
+
 def per_benchmark(table: pd.DataFrame, key: str = "arm") -> pd.DataFrame:
     """Per benchmark: the arm with the lowest MAE, and the arms within noise of it (a tie, not a verdict).
 
@@ -132,8 +116,6 @@ def per_benchmark(table: pd.DataFrame, key: str = "arm") -> pd.DataFrame:
     returns at one budget). ``clear`` says the best arm's MAE is more than two standard errors
     of the difference below every other arm's (:func:`~tailoredbench.metrics.within_noise`).
 
-    Examples
-    --------
     >>> table = pd.DataFrame({"benchmark": ["x", "x", "y", "y"], "arm": ["a", "b", "a", "b"],
     ...                       "mae": [0.030, 0.050, 0.0609, 0.0609], "mae_se": [0.001, 0.001, 0.003, 0.004]})
     >>> per_benchmark(table)[["benchmark", "best", "tied", "clear"]].values.tolist()
@@ -146,7 +128,8 @@ def per_benchmark(table: pd.DataFrame, key: str = "arm") -> pd.DataFrame:
         mae, se = part.loc[best, "mae"], part.loc[best, "mae_se"]
         others = part.drop(index=best)
         tied = [str(a) for a, r in others.iterrows() if within_noise(mae, se, r["mae"], r["mae_se"])]
-        runner_up = others.loc[others["mae"].idxmin()] if len(others) else None
+        none = pd.Series({"mae": np.nan, "mae_se": np.nan}, name="")
+        runner_up = others.loc[others["mae"].idxmin()] if len(others) else none
         rows.append(
             {
                 "benchmark": benchmark,
@@ -154,19 +137,14 @@ def per_benchmark(table: pd.DataFrame, key: str = "arm") -> pd.DataFrame:
                 "best": best,
                 "mae": mae,
                 "mae_se": se,
-                "runner_up": str(runner_up.name) if runner_up is not None else "",
-                "runner_up_mae": runner_up["mae"] if runner_up is not None else np.nan,
-                "runner_up_mae_se": runner_up["mae_se"] if runner_up is not None else np.nan,
+                "runner_up": str(runner_up.name),
+                "runner_up_mae": runner_up["mae"],
+                "runner_up_mae_se": runner_up["mae_se"],
                 "tied": ", ".join(tied),
                 "clear": not tied,
             }
         )
     return pd.DataFrame(rows)
-
-
-def _names(items) -> str:
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _natural(arm: str) -> list:
@@ -179,8 +157,6 @@ def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
     ``label`` formats an arm (``"G-set {}"``). Arms within noise of the lowest are a tie, named alike
     whichever of them happens to be lowest (two identical arms included).
 
-    Examples
-    --------
     >>> verdicts = pd.DataFrame({"benchmark": ["x", "y", "z"], "best": ["a", "a", "b"], "tied": ["", "b", "a"],
     ...                          "clear": [True, False, False]})
     >>> print(best_by_benchmark(verdicts, "arm {}"))  # doctest: +NORMALIZE_WHITESPACE
@@ -194,7 +170,7 @@ def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
         return f"Lowest MAE: {label.format(row['best'])}; " + (
             "it is clear of the rest by two standard errors."
             if row["clear"]
-            else f"{_names(tied)} {verb} within noise of it."
+            else f"{listed(tied)} {verb} within noise of it."
         )
     clear: dict[str, list[str]] = {}
     ties: dict[tuple[str, ...], list[str]] = {}
@@ -206,11 +182,11 @@ def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
             ties.setdefault(arms, []).append(row.benchmark)
     parts = []
     if clear:
-        where = ", ".join(f"{label.format(arm)} for {_names(names)}" for arm, names in clear.items())
+        where = ", ".join(f"{label.format(arm)} for {listed(names)}" for arm, names in clear.items())
         parts.append(f"{where}, clear of the other arms by two standard errors")
     if ties:
         where = "; between ".join(
-            f"{_names(label.format(a) for a in arms)} for {_names(names)}" for arms, names in ties.items()
+            f"{listed(label.format(a) for a in arms)} for {listed(names)}" for arms, names in ties.items()
         )
         parts.append(f"a tie within noise between {where}")
     return "Lowest MAE per benchmark: " + "; ".join(parts) + "."
@@ -223,8 +199,6 @@ def gap_shares(table: pd.DataFrame, a: str, b: str, key: str = "arm") -> pd.Data
     benchmark with more than half of it makes the average on its own. ``without_tie``: whether
     the two arms are within noise once that benchmark is left out.
 
-    Examples
-    --------
     >>> table = pd.DataFrame({"benchmark": ["x", "x", "y", "y"], "arm": ["5", "10"] * 2,
     ...                       "mae": [0.03, 0.031, 0.03, 0.06], "mae_se": [0.001, 0.001, 0.01, 0.01]})
     >>> gap_shares(table, "5", "10")[["benchmark", "share", "without_tie"]].round(2).values.tolist()
@@ -260,15 +234,13 @@ def gap_shares(table: pd.DataFrame, a: str, b: str, key: str = "arm") -> pd.Data
 def mean_verdict(table: pd.DataFrame, key: str = "arm", label: str = "{}") -> str:
     """The average over benchmarks in one sentence: its best arm against the next, and whether one benchmark makes it.
 
-    Examples
-    --------
     >>> table = pd.DataFrame({"benchmark": ["x", "x", "y", "y"], "arm": ["5", "10"] * 2,
     ...                       "mae": [0.03, 0.031, 0.03, 0.06], "mae_se": [0.001, 0.001, 0.003, 0.003]})
     >>> print(mean_verdict(table, label="G-set {}"))  # doctest: +NORMALIZE_WHITESPACE
     Averaged over 2 benchmarks, G-set 5 has the lowest MAE (0.0300 ± 0.0016, against 0.0455 ± 0.0016 for
     G-set 10), but y gives 97% of that gap, and without it the two are within noise.
     """
-    averaged = by_arm(table, keys=[key]).assign(**{key: lambda d: d[key].astype(str)}).set_index(key)
+    averaged = _averaged(table, key).set_index(key)
     order = averaged["mae"].sort_values(kind="stable").index
     a, b = averaged.loc[order[0]], averaged.loc[order[1]]
     n = table["benchmark"].nunique()
@@ -282,7 +254,7 @@ def mean_verdict(table: pd.DataFrame, key: str = "arm", label: str = "{}") -> st
     gives = f"{top} gives {share:.0%} of that gap"
     if share > 1:  # the others do not all lean the other way: say which do
         against = [b for b in dict.fromkeys(table["benchmark"]) if shares.loc[b, "share"] < 0]
-        gives += f", as {_names(against)} lean{'s' * (len(against) == 1)} the other way" if against else ""
+        gives += f", as {listed(against)} lean{'s' * (len(against) == 1)} the other way" if against else ""
     weighted = _weighted(table, key, label)
     if within_noise(a["mae"], a["mae_se"], b["mae"], b["mae_se"]):
         return head + ", a tie within noise" + (f"; {gives}" if share > 0.5 else "") + weighted + "."
@@ -296,7 +268,7 @@ def _weighted(table: pd.DataFrame, key: str, label: str) -> str:
     """The mean over benchmarks weighted by target count, its lowest arm against the next (a clause)."""
     if "targets" not in table:
         return ""
-    averaged = by_arm(table, keys=[key], weight="targets").assign(**{key: lambda d: d[key].astype(str)})
+    averaged = _averaged(table, key, "targets")
     a, b = averaged.sort_values("mae", kind="stable").iloc[:2].to_dict("records")
     tie = within_noise(a["mae"], a["mae_se"], b["mae"], b["mae_se"])
     return (
@@ -308,8 +280,6 @@ def _weighted(table: pd.DataFrame, key: str, label: str) -> str:
 def paper_gap(ours: float, ours_se: float, theirs: float) -> str:
     """Our mean beside the paper's figure, the gap in our standard errors (the paper gives none).
 
-    Examples
-    --------
     >>> paper_gap(0.0322, 0.0010, 0.027)
     "0.0322 ± 0.0010 against the paper's 0.027, 5.2 standard errors above it"
     >>> paper_gap(0.0275, 0.0010, 0.027)
@@ -327,16 +297,14 @@ def paper_gap(ours: float, ours_se: float, theirs: float) -> str:
 def takeaway(table: pd.DataFrame, paper: Mapping, label: str = "{}", key: str = "arm") -> list[str]:
     """An arm study's findings in at most three sentences, from this run's numbers.
 
-    Per benchmark (:func:`best_by_benchmark`), the average over benchmarks and whether one of
-    them makes it (:func:`mean_verdict`, with two or more), and our mean at the paper's best
-    arm beside the paper's figure (:func:`paper_gap`). ``paper`` maps an arm to the paper's
-    (tau, MAE).
+    :func:`best_by_benchmark`, :func:`mean_verdict` (with two benchmarks or more) and :func:`paper_gap`
+    at the paper's best arm; ``paper`` maps an arm to the paper's (tau, MAE).
     """
     sentences = [best_by_benchmark(per_benchmark(table, key), label)]
     if table["benchmark"].nunique() > 1:
         sentences.append(mean_verdict(table, key, label))
     theirs = {str(arm): figures for arm, figures in paper.items()}
-    mean = by_arm(table, keys=[key]).assign(**{key: lambda d: d[key].astype(str)}).set_index(key)
+    mean = _averaged(table, key).set_index(key)
     best = min(theirs, key=lambda arm: theirs[arm][1])
     if best in mean.index:
         n = table["benchmark"].nunique()
@@ -353,8 +321,6 @@ def readable(table: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:
     Other float columns keep ``decimals`` decimals (the paper's, ``paper*``, the three it prints); a
     missing value is left blank.
 
-    Examples
-    --------
     >>> table = pd.DataFrame({"arm": ["a"], "mae": [0.04123], "mae_se": [0.00081], "paper_mae": [0.027]})
     >>> readable(table).iloc[0].tolist()
     ['a', '0.0412 ±\xa00.0008', '0.027']
@@ -400,18 +366,14 @@ def best_grid(table: pd.DataFrame, key: str = "method", by: str = "budget") -> p
         for _, row in per_benchmark(part, key).iterrows():
             text = row["best"] + (f" ≈ {row['tied']}" if row["tied"] else "")
             rows.append({"benchmark": row["benchmark"], by: value, "cell": text})
-    grid = pd.DataFrame(rows).pivot(index="benchmark", columns=by, values="cell")
-    grid = grid.reindex(list(dict.fromkeys(table["benchmark"])))
-    grid.columns = [f"{by} {c}" for c in grid.columns]
-    return grid.reset_index()
+    return _grid(pd.DataFrame(rows), "benchmark", by, lambda c: f"{by} {c}")
 
 
 def arm_summary(table: pd.DataFrame, paper: Mapping, key: str = "arm") -> pd.DataFrame:
     """Per arm: the mean over benchmarks, the mean weighted by target count, and the paper's figures.
 
-    MAE and tau with their standard errors (:func:`by_arm`); ``weighted_mae`` counts each
-    benchmark in proportion to its targets, so that a benchmark of five target models cannot
-    make the average on its own.
+    ``weighted_mae`` counts each benchmark in proportion to its targets, so that a benchmark of five
+    target models cannot make the average on its own.
     """
     mean = paper_table(by_arm(table, keys=[key]), paper, key)
     weighted = by_arm(table, keys=[key], weight="targets").rename(
@@ -476,8 +438,8 @@ def adaptive_counts(bench: Benchmark, runs: int, seed: int = 0, g_size: int = 10
 def native_families(bench: Benchmark, runs: int = 10, seed: int = 0, g_size: int = 10) -> pd.DataFrame:
     """Share of each source family among the native sources of each target family.
 
-    Returns one row per (target family, source family) with ``share`` (of the
-    native sources, pooled over runs), ``base`` (of all sources) and ``targets``.
+    One row per (target family, source family): ``share`` of the native sources (pooled over runs),
+    ``base`` (of all sources) and ``targets``.
     """
     source, target = bench.source.values, bench.target.values
     points = binary_points(source.T, "manhattan")
@@ -516,13 +478,10 @@ def own_family(frame: pd.DataFrame, min_targets: int = 3) -> pd.DataFrame:
 
 
 def coreset_distances(bench: Benchmark, budget: int = 30, seed: int = 0) -> dict:
-    """A static coreset's clusters, and their tightness seen by source and by target models.
+    """A static coreset's clusters (K-Medoids on the source embedding), and their tightness under sources and targets.
 
-    The coreset is K-Medoids (Manhattan) on items embedded by the z-scored source
-    models. Each item's Manhattan distance to its cluster's medoid is measured in
-    the source embedding and in the target embedding (z-scored target models), with
-    the same clusters: looser clusters under the targets mean the coreset
-    represents them worse.
+    Each item's Manhattan distance to its medoid is measured in both z-scored embeddings with the
+    same clusters: looser clusters under the targets mean the coreset represents them worse.
     """
     source, target = bench.source.values, bench.target.values
     result = k_medoids_binary(binary_points(source.T), budget, random_state=rng.stream((seed, rng.CORESET)))
@@ -561,18 +520,11 @@ def compare_on_sources(
     seed: int = 0,
     n_jobs: int = 1,
 ) -> pd.DataFrame:
-    """Every variant's MAE relative to calibration, using source models only.
+    """Per variant and benchmark, the MAE over budgets and its ratio to calibration's, on source models only.
 
-    On each benchmark the *source* models are split (accuracy-stratified interleave)
-    into pseudo-sources and pseudo-targets; every variant runs at the benchmark's
-    budgets. The targets are never loaded into the simulation: this is what a user
-    can see before trusting a variant.
-
-    Returns
-    -------
-    DataFrame
-        Per variant and benchmark, the MAE over budgets and its ratio to the
-        calibrated estimate's, and a ``mean`` row per variant.
+    The *source* models are split (accuracy-stratified interleave) into pseudo-sources and
+    pseudo-targets, so no target is seen: what a user can check before trusting a variant.
+    A ``mean`` row per variant averages over benchmarks.
     """
     rows = []
     for name in benchmarks:
@@ -614,8 +566,6 @@ def ratio_se(a: float, a_se: float, b: float, b_se: float) -> float:
 def coverage_verdict(coverage: float, se: float, goal=None) -> str:
     """``inside`` the goal (85-95%), ``consistent`` with it (outside, within two standard errors), ``below``, ``above``.
 
-    Examples
-    --------
     >>> coverage_verdict(0.931, 0.014), coverage_verdict(0.954, 0.014), coverage_verdict(0.80, 0.01)
     ('inside', 'consistent', 'below')
     """
@@ -635,14 +585,11 @@ COVERAGE_RANGE = (0.85, 0.95)
 def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per benchmark and method: MAE, tau, coverage and width over budgets, against the faithful method.
 
-    ``summary`` is the concatenated simulation summaries with a ``benchmark``
-    column, including ``tailored_plus[calibrated]`` (the faithful estimate).
-    ``spread``, if given, adds the ``coverage_se`` of :func:`coverage_by_target`
-    (with a ``benchmark`` column). ``meets_mae`` checks the ratio target (<= 0.9 on
-    GSM8K and ARC, <= 1 elsewhere) and a tau not lower; ``meets_coverage`` the 85-95%
-    range within two of ``coverage_se`` (:func:`coverage_verdict`); ``mae_ratio_se`` is
-    :func:`ratio_se`. ``mae_se`` is the mean over budgets of each budget's standard error: the budgets
-    share their runs, so the errors of their MAEs go together, and this bound does not assume otherwise.
+    ``summary``: the simulations' summaries with a ``benchmark`` column, including
+    ``tailored_plus[calibrated]`` (the faithful estimate); ``spread`` adds :func:`coverage_by_target`'s
+    ``coverage_se``. ``meets_mae``: the ratio within :data:`MAE_TARGET` (else 1) and a tau not lower;
+    ``meets_coverage``: :func:`coverage_verdict`. ``mae_se`` is the mean of the budgets' standard errors,
+    as the budgets share their runs and their errors go together.
     """
     faithful = _plus("calibrated")
     means = ["mae", "mae_se", "kendall_tau", "kendall_tau_se", "coverage", "width"]
@@ -664,17 +611,11 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
     table["meets_coverage"] = [
         coverage_verdict(c, e) in ("inside", "consistent") for c, e in zip(table["coverage"], spread, strict=True)
     ]
-    table["role"] = np.where(
-        table["method"] == faithful,
-        "faithful TailoredBench",
-        np.where(
-            table["method"] == _plus(chosen),
-            "TailoredBench+ (chosen)",
-            np.where(
-                [MethodSpec.parse(m).base == "tailored_plus" for m in table["method"]], "variant", "best baseline"
-            ),
-        ),
-    )
+    roles = {faithful: "faithful TailoredBench", _plus(chosen): "TailoredBench+ (chosen)"}
+    table["role"] = [
+        roles.get(m, "variant" if MethodSpec.parse(m).base == "tailored_plus" else "best baseline")
+        for m in table["method"]
+    ]
     table["meets_mae"] = table["meets_mae"].astype(object)
     table.loc[table["method"] == faithful, "meets_mae"] = None  # the reference itself
     return table
@@ -683,15 +624,15 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
 def beyond_headline(table: pd.DataFrame) -> pd.DataFrame:
     """Per benchmark, from :func:`beyond_table`: the faithful method, TailoredBench+ and the best baseline.
 
-    MAE over budgets with its standard error, TailoredBench+'s MAE as a ratio to the faithful
-    method's and whether the two differ beyond noise (``lower``, ``higher`` or ``tie``), and
-    TailoredBench+'s interval coverage with its standard error across targets.
+    MAE over budgets, TailoredBench+'s ratio to the faithful method's and whether it is ``lower``,
+    ``higher`` or a ``tie``, and TailoredBench+'s coverage with its standard error across targets.
     """
     rows = []
     for benchmark, part in table.groupby("benchmark", sort=False):
         by_role = part.set_index("role")
         faithful, plus = by_role.loc["faithful TailoredBench"], by_role.loc["TailoredBench+ (chosen)"]
-        baseline = by_role.loc["best baseline"] if "best baseline" in by_role.index else None
+        none = pd.Series({"method": "", "mae": np.nan, "mae_se": np.nan})
+        baseline = by_role.loc["best baseline"] if "best baseline" in by_role.index else none
         tie = within_noise(plus["mae"], plus["mae_se"], faithful["mae"], faithful["mae_se"])
         rows.append(
             {
@@ -702,9 +643,9 @@ def beyond_headline(table: pd.DataFrame) -> pd.DataFrame:
                 "TailoredBench+_se": plus["mae_se"],
                 "ratio": plus["mae_ratio"],
                 "against faithful": "tie" if tie else "lower" if plus["mae"] < faithful["mae"] else "higher",
-                "best baseline": baseline["method"] if baseline is not None else "",
-                "baseline": baseline["mae"] if baseline is not None else np.nan,
-                "baseline_se": baseline["mae_se"] if baseline is not None else np.nan,
+                "best baseline": baseline["method"],
+                "baseline": baseline["mae"],
+                "baseline_se": baseline["mae_se"],
                 "coverage": plus["coverage"],
                 "coverage_se": plus["coverage_se"],
             }
@@ -720,8 +661,6 @@ def below_best_baseline(headline: pd.DataFrame) -> str:
     """One sentence: on how many benchmarks TailoredBench+ is below the best baseline (:func:`beyond_headline`), and
     which best baselines came after the paper, said so, lest they be read as the paper's baselines.
 
-    Examples
-    --------
     >>> headline = pd.DataFrame({"benchmark": ["gsm8k", "pope", "x"], "TailoredBench+": 0.02,
     ...                          "best baseline": ["gp_irt", "fluid", "fluid"], "baseline": [0.03, 0.01, 0.03]})
     >>> print(below_best_baseline(headline))  # doctest: +NORMALIZE_WHITESPACE
@@ -735,7 +674,7 @@ def below_best_baseline(headline: pd.DataFrame) -> str:
         where = headline.loc[best == method, "benchmark"]
         what = LATER_METHODS.get(method, "a method")
         said += f"; {method}, {what} from after the paper, is the best baseline on {len(where)} of {n} "
-        said += f"({_names([title(b) for b in where])})"
+        said += f"({listed([title(b) for b in where])})"
     return said + "."
 
 
@@ -755,12 +694,9 @@ def normalisation_table(
     """How wide each of :data:`~tailoredbench.conformal.NORMALISATIONS` makes the intervals, on source models only.
 
     ``calibrations`` maps a benchmark to its simulation's ``calibration`` (per
-    method and budget, the left-out sources that calibrated the intervals). For each
-    method of ``methods``, the mean width over budgets of intervals calibrated on
-    those sources (:meth:`~tailoredbench.conformal.PseudoTargets.width`) and its
-    ratio to no normalisation; ``mean`` rows average the ratios over benchmarks, and
-    ``all`` rows over methods too. The normalisation with the lowest ``all`` ratio
-    is the one a user would choose without seeing any target.
+    method and budget, the left-out sources that calibrated the intervals). Per method, the mean width
+    over budgets (:meth:`~tailoredbench.conformal.PseudoTargets.width`) and its ratio to no
+    normalisation; ``mean`` rows average over benchmarks, ``all`` rows over methods too.
     """
     rows = []
     for benchmark, calibration in calibrations.items():
@@ -783,12 +719,9 @@ def normalisation_table(
 def coverage_by_target(results: pd.DataFrame) -> pd.DataFrame:
     """Per method: interval coverage over all targets, runs and budgets, and its standard error across targets.
 
-    Each target's coverage over its runs and budgets is one observation: the
-    standard error (their spread over ``sqrt(n_targets)``) says how much the figure
-    would move with another set of target models, which a run count cannot reduce.
+    Each target's coverage is one observation: the standard error says how much the figure would move
+    with other target models, which more runs cannot reduce.
 
-    Examples
-    --------
     >>> results = pd.DataFrame({"method": "m", "target": ["a", "a", "b", "b"], "true": 0.5,
     ...                         "interval_low": [0.4, 0.6, 0.4, 0.4], "interval_high": 0.6})
     >>> coverage_by_target(results).round(3).to_dict("records")
@@ -814,19 +747,10 @@ def coverage_by_split(
 ) -> pd.DataFrame:
     """Interval coverage of ``method`` when benchmark ``name``'s models are split into sources and targets otherwise.
 
-    The benchmark's source and target models are pooled and split again by each
-    ``(how, split_seed)`` of ``splits`` (:func:`~tailoredbench.datasets.matrix.split_models`).
-    A last row splits the source models alone (accuracy-stratified interleave, as
-    :func:`compare_on_sources` does): the check a user can run without any target
-    result. The interval is calibrated on each split's own sources, as always.
-
-    Returns
-    -------
-    DataFrame
-        One row per split: ``models`` (``all`` or ``sources only``), ``split``,
-        ``split_seed``, ``coverage`` and its ``coverage_se`` across targets
-        (:func:`coverage_by_target`), mean ``width``, ``mae`` and ``kendall_tau``
-        averaged over the benchmark's budgets.
+    The models are pooled and split again by each ``(how, split_seed)`` of ``splits``
+    (:func:`~tailoredbench.datasets.matrix.split_models`); a last row (``models`` "sources only")
+    splits the source models alone, the check a user can run without any target result. One row
+    per split: coverage with its standard error across targets, and width, MAE and tau over budgets.
     """
     bench, g_size = study_benchmark(name, seed)
     budgets = SPECS[name].budgets
@@ -862,8 +786,6 @@ def coverage_by_split(
 def agreement(agrees: bool, partly: bool = False) -> str:
     """The closing words of a finding.
 
-    Examples
-    --------
     >>> agreement(False, partly=True)
     'Agrees in part with the paper.'
     """
@@ -879,10 +801,9 @@ def agreement(agrees: bool, partly: bool = False) -> str:
 def items_by_precision(rounds_of: Mapping[str, Simulation], precisions: Sequence[float]) -> pd.DataFrame:
     """Per benchmark, precision and method: the items the sequential mode asks and the coverage where it stops.
 
-    ``rounds_of`` maps a benchmark to its :func:`~tailoredbench.sequential.simulate_rounds`. Each
-    target's mean over runs is one observation: ``items_se`` and ``coverage_se`` are their spread
-    across targets over ``sqrt(n_targets)``, as in :func:`coverage_by_target`. ``reached`` is the
-    share of (target, run) that reached the precision by the maximum budget.
+    ``rounds_of`` maps a benchmark to its :func:`~tailoredbench.sequential.simulate_rounds`. The standard
+    errors are across targets, as in :func:`coverage_by_target`; ``reached`` is the share of (target,
+    run) that reached the precision by the maximum budget.
     """
     rows = []
     for name, rounds in rounds_of.items():
@@ -891,7 +812,6 @@ def items_by_precision(rounds_of: Mapping[str, Simulation], precisions: Sequence
             per_target = stopped.assign(covered=covered(stopped)).groupby(["method", "target"], sort=False)
             means = per_target[["items", "covered"]].mean()
             for method, part in means.groupby(level="method", sort=False):
-                n = len(part)
                 mine = stopped[stopped["method"] == method]
                 rows.append(
                     {
@@ -899,10 +819,10 @@ def items_by_precision(rounds_of: Mapping[str, Simulation], precisions: Sequence
                         "precision": precision,
                         "method": method,
                         "items": part["items"].mean(),
-                        "items_se": part["items"].std(ddof=1) / np.sqrt(n) if n > 1 else 0.0,
+                        "items_se": _sem(part["items"]),
                         "reached": float(mine["precision_met"].mean()),
                         "coverage": part["covered"].mean(),
-                        "coverage_se": part["covered"].std(ddof=1) / np.sqrt(n) if n > 1 else 0.0,
+                        "coverage_se": _sem(part["covered"]),
                     }
                 )
     return pd.DataFrame(rows)
@@ -916,8 +836,6 @@ def fewest_items(items: pd.DataFrame, share: float = sequential.GOAL_SHARE) -> p
     when no method brings ``share`` of the targets to the precision by the maximum budget; the
     row gives that method's items and coverage (the lowest's, for a tie).
 
-    Examples
-    --------
     >>> items = pd.DataFrame({"benchmark": "x", "precision": [0.05, 0.05, 0.1, 0.1], "method": ["a", "b"] * 2,
     ...                       "items": [40.0, 30.0, 15.0, 15.5], "items_se": 1.0, "reached": [0.95, 0.92, 1, 1],
     ...                       "coverage": 0.9, "coverage_se": 0.01})
@@ -927,30 +845,20 @@ def fewest_items(items: pd.DataFrame, share: float = sequential.GOAL_SHARE) -> p
     rows = []
     for (name, precision), part in items.groupby(["benchmark", "precision"], sort=False):
         able = part[part["reached"] >= share].sort_values("items", kind="stable")
-        row = {"benchmark": name, "precision": precision}
         if able.empty:
-            best = part.sort_values("reached", ascending=False, kind="stable").iloc[0]
-            rows.append({**row, "fewest": "none", **best[["items", "items_se", "reached", "coverage", "coverage_se"]]})
-            continue
-        best = able.iloc[0]
-        tie = len(able) > 1 and within_noise(
-            best["items"], best["items_se"], able.iloc[1]["items"], able.iloc[1]["items_se"]
-        )
-        rows.append(
-            {
-                **row,
-                "fewest": "tie" if tie else best["method"],
-                **best[["items", "items_se", "reached", "coverage", "coverage_se"]],
-            }
-        )
+            best, fewest = part.sort_values("reached", ascending=False, kind="stable").iloc[0], "none"
+        else:
+            best, rival = able.iloc[0], able.iloc[min(1, len(able) - 1)]
+            tie = len(able) > 1 and within_noise(best["items"], best["items_se"], rival["items"], rival["items_se"])
+            fewest = "tie" if tie else best["method"]
+        shown = best[["items", "items_se", "reached", "coverage", "coverage_se"]]
+        rows.append({"benchmark": name, "precision": precision, "fewest": fewest, **shown})
     return pd.DataFrame(rows)
 
 
 def reach(share: float, goal: float = sequential.GOAL_SHARE) -> str:
     """A share of targets short of ``goal``, as a percentage that never rounds up to the goal.
 
-    Examples
-    --------
     >>> reach(0.19), reach(0.896), reach(0.8996), reach(1.0)
     ('19%', '89.6%', '89.9%', '100%')
     """
@@ -973,10 +881,7 @@ def fewest_grid(fewest: pd.DataFrame, short: Mapping[str, str]) -> pd.DataFrame:
             for r in fewest.itertuples()
         ]
     )
-    grid = cells.pivot(index="benchmark", columns="precision", values="cell")
-    grid = grid.reindex(list(dict.fromkeys(fewest["benchmark"])))
-    grid.columns = [f"±{p:g}" for p in grid.columns]
-    return grid.reset_index()
+    return _grid(cells, "benchmark", "precision", lambda p: f"±{p:g}")
 
 
 def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) -> str:
@@ -985,8 +890,6 @@ def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) ->
     ``items`` is :func:`items_by_precision`'s table; a gap within noise is a tie, and a method that brings
     fewer than :data:`~tailoredbench.sequential.GOAL_SHARE` of the targets to the precision says how many.
 
-    Examples
-    --------
     >>> items = pd.DataFrame({"benchmark": "gsm8k", "precision": 0.06, "method": ["a", "b"], "items": [20.0, 30.0],
     ...                       "items_se": 1.0, "reached": 1.0, "coverage": 0.9, "coverage_se": 0.01})
     >>> versus_at(items, "a", "b", 0.06)
@@ -1011,7 +914,7 @@ def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) ->
             f"{title(name)} ({numbers})"
         )
     words = {"fewer": f"needs fewer items than {rival} on", "tie": "ties it on", "more": "needs more on"}
-    parts = [f"{words[k]} {_names(v)}" for k, v in said.items() if v]
+    parts = [f"{words[k]} {listed(v)}" for k, v in said.items() if v]
     if not said["fewer"] and parts:
         parts[0] = parts[0].replace(" it on", f" {rival} on", 1).replace("more on", f"more than {rival} on", 1)
     joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + ", and " + parts[-1]
@@ -1034,6 +937,10 @@ METHOD_NAMES = {
 }
 
 
+def _method(name: str) -> str:
+    return METHOD_NAMES.get(name, name)
+
+
 def suite_title(name: str) -> str:
     """A suite benchmark's name in prose: ``arc`` -> ``ARC``, else :func:`~tailoredbench.report.title`.
 
@@ -1052,23 +959,22 @@ def _percent_se(se: float) -> str:
 def suite_table(summary: pd.DataFrame) -> pd.DataFrame:
     """:attr:`~tailoredbench.suite.SuiteSimulation.summary` for reading: per mode and method, "mean ± se" cells.
 
-    Examples
-    --------
     >>> summary = pd.DataFrame({"mode": ["joint"], "method": ["tailored_plus"], "mae": [0.01904], "mae_se": [0.0003],
     ...                         "suite_mae": [0.01046], "suite_mae_se": [0.0001], "coverage": [0.8994],
     ...                         "coverage_se": [0.0013], "suite_coverage": [0.9045], "items": [100], "runs": [3]})
     >>> suite_table(summary).iloc[0, 2:6].tolist()
     ['0.0190 ±\\xa00.0003', '0.0105 ±\\xa00.0001', '89.9% ±\\xa00.1%', '90.5%']
     """
-    decimals = 4
+
+    def cells(mean: str) -> list[str]:
+        return [cell(m, e, 4) for m, e in zip(summary[mean], summary[f"{mean}_se"], strict=True)]
+
     return pd.DataFrame(
         {
             "mode": summary["mode"],
             "method": summary["method"],
-            "MAE per benchmark": [cell(m, e, decimals) for m, e in zip(summary["mae"], summary["mae_se"], strict=True)],
-            "suite-mean MAE": [
-                cell(m, e, decimals) for m, e in zip(summary["suite_mae"], summary["suite_mae_se"], strict=True)
-            ],
+            "MAE per benchmark": cells("mae"),
+            "suite-mean MAE": cells("suite_mae"),
             "coverage": [
                 f"{c:.1%} ±\u00a0{_percent_se(e)}"
                 for c, e in zip(summary["coverage"], summary["coverage_se"], strict=True)
@@ -1082,8 +988,6 @@ def suite_table(summary: pd.DataFrame) -> pd.DataFrame:
 def suite_summary_reading(summary: pd.DataFrame, suite_name: str, goal=COVERAGE_RANGE) -> str:
     """:func:`suite_table` in prose: the lowest MAE per benchmark and of the suite mean, and how the intervals cover.
 
-    Examples
-    --------
     >>> summary = pd.DataFrame({"mode": ["joint", "independent"], "method": "tailored_plus", "mae": [0.019, 0.0214],
     ...                         "mae_se": 0.0001, "suite_mae": [0.0105, 0.0113], "coverage": [0.899, 0.96],
     ...                         "coverage_se": 0.002})
@@ -1095,7 +999,7 @@ def suite_summary_reading(summary: pd.DataFrame, suite_name: str, goal=COVERAGE_
     """
 
     def who(row) -> str:
-        return f"{row['mode']} {METHOD_NAMES.get(row['method'], row['method'])}"
+        return f"{row['mode']} {_method(row['method'])}"
 
     ranked = summary.sort_values("mae", kind="stable")
     first, second = ranked.iloc[0], ranked.iloc[1]
@@ -1135,8 +1039,6 @@ def joint_gains(results: pd.DataFrame, methods: Sequence[str] = SUITE_JOINT) -> 
     ``difference_se`` its standard error across targets (each target's absolute error averaged over runs,
     paired between the modes). ``verdict``: ``gain`` or ``loss`` beyond two such standard errors, else ``tie``.
 
-    Examples
-    --------
     >>> rows = [(r, mode, "m", "b", t, 0.5, 0.5 + e) for r in range(2) for t, (j, i) in enumerate(
     ...         [(0.01, 0.02), (0.02, 0.03), (0.01, 0.03)]) for mode, e in (("joint", j), ("independent", i))]
     >>> results = pd.DataFrame(rows, columns=["run", "mode", "method", "benchmark", "target", "true", "estimate"])
@@ -1154,16 +1056,16 @@ def joint_gains(results: pd.DataFrame, methods: Sequence[str] = SUITE_JOINT) -> 
             per_target = part.groupby(["mode", "target"])["error"].mean().unstack("mode")
             joint, independent = (per_run[mode] for mode in ("joint", "independent"))
             difference = per_target["joint"] - per_target["independent"]
-            se = float(difference.std(ddof=1) / np.sqrt(len(difference))) if len(difference) > 1 else 0.0
+            se = _sem(difference)
             gap = float(difference.mean())
             rows.append(
                 {
                     "method": method,
                     "benchmark": name,
                     "joint": float(joint.mean()),
-                    "joint_se": _over_runs(joint),
+                    "joint_se": _sem(joint),
                     "independent": float(independent.mean()),
-                    "independent_se": _over_runs(independent),
+                    "independent_se": _sem(independent),
                     "ratio": float(joint.mean() / independent.mean()),
                     "difference": gap,
                     "difference_se": se,
@@ -1173,7 +1075,7 @@ def joint_gains(results: pd.DataFrame, methods: Sequence[str] = SUITE_JOINT) -> 
     return pd.DataFrame(rows)
 
 
-def _over_runs(values: pd.Series) -> float:
+def _sem(values: pd.Series) -> float:
     return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
@@ -1186,10 +1088,7 @@ def gains_grid(gains: pd.DataFrame) -> pd.DataFrame:
             for r in gains.itertuples()
         ]
     )
-    grid = shown.pivot(index="benchmark", columns="method", values="cell")
-    grid = grid.reindex(list(dict.fromkeys(gains["benchmark"])))[list(dict.fromkeys(gains["method"]))]
-    grid.columns = [str(c) for c in grid.columns]
-    return grid.reset_index()
+    return _grid(shown, "benchmark", "method")[["benchmark", *dict.fromkeys(gains["method"])]]
 
 
 def accuracy_correlations(suite) -> pd.DataFrame:
@@ -1202,8 +1101,6 @@ def predictability(suite) -> pd.DataFrame:
     """Per benchmark, across the source models: the mean correlation of its accuracy with the others', and the R²
     of a least-squares fit of its accuracy on all the others' (how much of it the rest of the suite predicts).
 
-    Examples
-    --------
     >>> from tailoredbench.datasets.matrix import ResponseMatrix
     >>> from tailoredbench.datasets.suites import Suite
     >>> rng = np.random.default_rng(0)  # SYNTHETIC: b follows a, c is noise
@@ -1261,10 +1158,10 @@ def _gain_clause(part: pd.DataFrame, where: str = "", label: str = "ratio ") -> 
             ratios = f"from {ends[0].ratio:.2f} on {suite_title(ends[0].benchmark)} to {ends[1].ratio:.2f} on "
             ratios += suite_title(ends[1].benchmark)
             return f"on none of the {n} benchmarks{where} ({label.replace('ratio', 'ratios')}{ratios})"
-        ratios = _names(f"{r.ratio:.2f} on {suite_title(r.benchmark)}" for r in part.itertuples())
+        ratios = listed(f"{r.ratio:.2f} on {suite_title(r.benchmark)}" for r in part.itertuples())
         return f"on none of the {n} benchmarks{where} ({label}{ratios})"
     gained = ", ".join(said(r, i == 0) for i, r in enumerate(won.itertuples()))
-    return f"on {len(won)} of {n} benchmarks{where}, {gained}; not on {_names(noted)}"
+    return f"on {len(won)} of {n} benchmarks{where}, {gained}; not on {listed(noted)}"
 
 
 def _within_noise(each: pd.DataFrame) -> str:
@@ -1286,8 +1183,6 @@ def gains_reading(gains: pd.DataFrame, predicted: pd.DataFrame, suite_name: str)
 
     ``gains`` is :func:`joint_gains`'s table of one suite, ``predicted`` :func:`predictability`'s.
 
-    Examples
-    --------
     >>> gains = pd.DataFrame({"method": ["tailored_plus"] * 3, "benchmark": ["x", "y", "suite mean"],
     ...                       "ratio": [0.85, 0.97, 0.9], "verdict": ["gain", "tie", "gain"]})
     >>> predicted = pd.DataFrame({"benchmark": ["x", "y"], "mean_r": [0.6, 0.6], "r2": [0.36, 0.36]})
@@ -1298,10 +1193,7 @@ def gains_reading(gains: pd.DataFrame, predicted: pd.DataFrame, suite_name: str)
     """
     each = gains[gains["benchmark"].isin(predicted["benchmark"])]
     clauses = [
-        f"{METHOD_NAMES.get(method, method)}'s MAE" * (i == 0)
-        + f"{METHOD_NAMES.get(method, method)}'s" * (i > 0)
-        + " "
-        + _gain_clause(part, label="ratio " if i == 0 else "")
+        f"{_method(method)}'s{' MAE' * (i == 0)} " + _gain_clause(part, label="ratio " if i == 0 else "")
         for i, (method, part) in enumerate(each.groupby("method", sort=False))
     ]
     text = (
@@ -1325,9 +1217,7 @@ def gains_reading(gains: pd.DataFrame, predicted: pd.DataFrame, suite_name: str)
     least = []
     for name, part in worst.groupby("benchmark", sort=False):
         who = (
-            "every method"
-            if len(part) == each["method"].nunique() > 1
-            else _names(METHOD_NAMES.get(m, m) for m in part["method"])
+            "every method" if len(part) == each["method"].nunique() > 1 else listed(_method(m) for m in part["method"])
         )
         least.append(f"{suite_title(name)}, which gains least for {who}, has R² {ranked.loc[name, 'r2']:.2f}")
     text += " " + "; ".join(least) + "."
@@ -1336,15 +1226,15 @@ def gains_reading(gains: pd.DataFrame, predicted: pd.DataFrame, suite_name: str)
         ratios = each[each["benchmark"] == bottom]
         text += (
             f" {suite_title(bottom)}, the least predicted, has ratios "
-            + _names(f"{r.ratio:.2f} ({METHOD_NAMES.get(r.method, r.method)})" for r in ratios.itertuples())
+            + listed(f"{r.ratio:.2f} ({_method(r.method)})" for r in ratios.itertuples())
             + "."
         )
     agree = []
     for method, part in each.groupby("method", sort=False):
         merged = part.merge(predicted, on="benchmark")
-        agree.append(f"{_spearman(merged['r2'], 1 - merged['ratio']):.1f} for {METHOD_NAMES.get(method, method)}")
+        agree.append(f"{_spearman(merged['r2'], 1 - merged['ratio']):.1f} for {_method(method)}")
     return text + (
-        f" The rank correlation between a benchmark's R² and its gain (1 - ratio) is {_names(agree)}: over "
+        f" The rank correlation between a benchmark's R² and its gain (1 - ratio) is {listed(agree)}: over "
         f"{len(predicted)} benchmarks, an indication, not a test."
     )
 
@@ -1353,8 +1243,6 @@ def gains_figure_reading(gains: Mapping[str, pd.DataFrame], marks: tuple[float, 
     """The suite figure in prose: how many (suite, benchmark, method) ratios fall below 1, the extremes, and how
     many are at most ``marks[0]`` (a large gain) or above ``marks[1]`` (a small one), the suite means left out.
 
-    Examples
-    --------
     >>> gains = {"s": pd.DataFrame({"method": "tailored_plus", "benchmark": ["x", "y", "suite mean"],
     ...                             "ratio": [0.78, 0.97, 0.9], "verdict": ["gain", "tie", "gain"]})}
     >>> print(gains_figure_reading(gains))  # doctest: +NORMALIZE_WHITESPACE
@@ -1370,9 +1258,7 @@ def gains_figure_reading(gains: Mapping[str, pd.DataFrame], marks: tuple[float, 
     ties = "all ties" if small_ties == len(small) > 1 else f"{small_ties} {'a tie' if small_ties == 1 else 'ties'}"
 
     def line(row) -> str:
-        return (
-            f"{METHOD_NAMES.get(row['method'], row['method'])}'s on {suite_title(row['benchmark'])} of {row['suite']}"
-        )
+        return f"{_method(row['method'])}'s on {suite_title(row['benchmark'])} of {row['suite']}"
 
     ending = f" ({ties})." if len(small) else "."
     return (
@@ -1393,8 +1279,6 @@ def suite_takeaway(
     ``summaries`` and ``gains`` map a suite's name to its :attr:`~tailoredbench.suite.SuiteSimulation.summary`
     and :func:`joint_gains` table.
 
-    Examples
-    --------
     >>> summary = pd.DataFrame({"mode": ["joint", "independent"] * 2, "method": ["tailored_plus"] * 2 + [
     ...     "random_regression"] * 2, "mae": [0.019, 0.0214, 0.0273, 0.0338], "coverage": 0.899, "items": 100})
     >>> gains = pd.DataFrame({"method": "tailored_plus", "benchmark": ["x", "y", "suite mean"],
@@ -1408,7 +1292,7 @@ def suite_takeaway(
     Random items with a joint regression also fall below their independent MAE (0.0273 against 0.0338 on s), but
     stay above joint TailoredBench+.
     """
-    name = METHOD_NAMES.get(method, method)
+    name = _method(method)
     heads: list[str] = []
     covers: list[str] = []
     gained: list[str] = []
@@ -1438,7 +1322,7 @@ def suite_takeaway(
     if not heads:
         return [f"{name} was not run in both modes, so the joint plan is not compared with the independent one here."]
     findings = [
-        f"Planned jointly, {name}'s MAE per benchmark is {_names(heads)}, its 90% intervals covering {_names(covers)}."
+        f"Planned jointly, {name}'s MAE per benchmark is {listed(heads)}, its 90% intervals covering {listed(covers)}."
     ]
     findings.append(f"It gains beyond two standard errors across targets {'; '.join(gained)}.")
     if regressions:
