@@ -1017,7 +1017,7 @@ def suite_summary_reading(summary: pd.DataFrame, suite_name: str, goal=COVERAGE_
 
 def stacking_table(weights: Mapping[str, np.ndarray], benchmarks: Sequence[str]) -> pd.DataFrame:
     """TailoredBench+'s stacking weights of a suite (:attr:`~tailoredbench.suite.SuiteSimulation.weights`), one
-    row per mode and benchmark, one column per :data:`~tailoredbench.stacking.COMPONENTS` entry.
+    row per mode and benchmark, one column per :data:`~tailoredbench.tailored.COMPONENTS` entry.
 
     >>> stacking_table({"joint": np.array([[0.1, 0.5, 0.4, 0.0]])}, ["x"]).values.tolist()
     [['joint', 'x', 0.1, 0.5, 0.4, 0.0]]

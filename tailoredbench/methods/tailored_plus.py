@@ -1,7 +1,7 @@
 """TailoredBench+ (beyond the paper): TailoredBench's probe, a stacked estimate from it.
 
 The probe is exactly TailoredBench's; the estimate is a convex combination of single estimates
-(:mod:`tailoredbench.stacking`) weighted by cross-validation on the *source* models only
+(:mod:`tailoredbench.tailored`) weighted by cross-validation on the *source* models only
 (:func:`stack_weights`). Each single estimate, and the means ``"mix"`` and ``"local_mix"``, is a variant.
 """
 
