@@ -12,23 +12,13 @@ import numpy as np
 import pandas as pd
 
 from . import rng
-from .conformal import (
-    LEVEL,
-    MAX_BUDGET,
-    ROUND_SIZE,
-    StoppingRule,
-    check_level,
-    check_precision,
-    difficulty,
-    interval,
-    round_budgets,
-    unlikeness,
-)
+from .conformal import LEVEL, check_level, difficulty, interval, unlikeness
 from .datasets.matrix import ResponseMatrix, numeric_values
 from .errors import TailoredBenchError, check_integer
 from .intervals import pseudo_targets, scales
 from .methods.tailored_plus import stack_weights
 from .methods.tailoredbench import TailoredBenchMethod
+from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
 from .tailored import (
     Probe,
     calibrated_estimate,
@@ -158,7 +148,7 @@ class TailoredBench:
     def stopping_rule(
         self, precision: float, max_budget: int = MAX_BUDGET, step: int = ROUND_SIZE, level: float = LEVEL
     ) -> StoppingRule:
-        """The sequential mode's :class:`~tailoredbench.conformal.StoppingRule` for ``precision`` (a half-width),
+        """The sequential mode's :class:`~tailoredbench.stopping.StoppingRule` for ``precision`` (a half-width),
         calibrated on source models playing the new model, in rounds of ``step`` items up to ``max_budget``."""
         self._fitted()
         precision = check_precision(precision)

@@ -2,7 +2,7 @@
 
 The N-set is added in rounds of ``step`` items, every item asked kept; a target stops at the first
 round whose half-width is at most ``precision``, or at ``max_budget`` items, by a rule calibrated on
-source models (:class:`~tailoredbench.conformal.StoppingRule`). :func:`simulate_rounds` runs every round
+source models (:class:`~tailoredbench.stopping.StoppingRule`). :func:`simulate_rounds` runs every round
 once; :func:`stop` applies the rule of any precision to them. Adaptive IRT testing (``fluid``) grows its test
 the same way; :func:`stop_atlas` stops it by ATLAS's own rule instead, on the ability's standard error.
 """
@@ -16,7 +16,14 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from .conformal import (
+from .errors import TailoredBenchError
+from .intervals import fold_groups
+from .methods import MethodSpec, parse_methods
+from .methods.fluid import Fluid, adaptive_tests
+from .metrics import summarize
+from .oracle import Oracle
+from .simulate import Simulation, simulate
+from .stopping import (
     LEVEL,
     MAX_BUDGET,
     ROUND_SIZE,
@@ -26,13 +33,6 @@ from .conformal import (
     round_budgets,
     stopping_round,
 )
-from .errors import TailoredBenchError
-from .intervals import fold_groups
-from .methods import MethodSpec, parse_methods
-from .methods.fluid import Fluid, adaptive_tests
-from .metrics import summarize
-from .oracle import Oracle
-from .simulate import Simulation, simulate
 
 #: The share of targets a fixed budget must bring to the precision, to be compared with.
 FIXED_SHARE = 0.9
@@ -179,7 +179,7 @@ def stop_atlas(
 ) -> Sequential:
     """Fluid's rounds (``rounds`` of :func:`simulate_rounds` with ``fluid``, on ``source`` and ``target``) stopped
     by ATLAS's rule: at the first round whose ability's standard error is at most a threshold, chosen on the
-    source models (:meth:`~tailoredbench.conformal.AbilityRule.calibrate`) unless ``threshold`` is given.
+    source models (:meth:`~tailoredbench.stopping.AbilityRule.calibrate`) unless ``threshold`` is given.
 
     The summary has :func:`stop`'s columns, the method labelled :data:`ATLAS`, ``fixed_budget`` that of fluid's
     own intervals, and ``se_threshold``; ``precision_met``: the rule stopped by itself, at a half-width at most

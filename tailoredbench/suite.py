@@ -25,19 +25,13 @@ from joblib import Parallel, delayed, parallel_config
 
 from . import rng
 from .conformal import (
-    FACTOR_STEP,
     LEVEL,
-    MAX_FACTOR,
-    ROUND_SIZE,
     PseudoTargets,
-    check_precision,
     conformal_halfwidth,
     difficulty,
     folds_by_kept,
     in_fold_order,
     model_folds,
-    round_budgets,
-    stopping_round,
     unlikeness,
 )
 from .conformal import interval as clipped_interval
@@ -50,6 +44,7 @@ from .methods import MethodSpec
 from .methods.random import random_items
 from .metrics import covered, per_run_metrics, summarize
 from .simulate import simulate
+from .stopping import FACTOR_STEP, MAX_FACTOR, ROUND_SIZE, check_precision, round_budgets, stopping_round
 from .tailored import (
     COMPONENTS,
     Probe,

@@ -38,13 +38,13 @@ import numpy as np
 from joblib import parallel_config
 
 from ._version import __version__
-from .conformal import ROUND_SIZE, check_precision, round_budgets
 from .conformal import interval as clipped_interval
 from .datasets.lm_eval import DEFAULT_METRIC, metric_threshold, read_samples, task_of
 from .datasets.matrix import ResponseMatrix, load_matrix
 from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_suite
 from .errors import TailoredBenchError, check_integer
 from .kmedoids import check_distance
+from .stopping import ROUND_SIZE, check_precision, round_budgets
 from .suite import (
     INTERVAL_FOLDS,
     PRECISION_OF,
@@ -97,7 +97,7 @@ class SuiteNSet:
     native_sources: tuple[str, ...]
     n_sets: tuple[tuple[int, ...], ...]  # per benchmark: item positions in its matrix
     n_set_doc_ids: tuple[tuple[int, ...], ...]
-    weights: tuple[tuple[float, ...], ...]  # per benchmark: TailoredBench+'s weights over stacking.COMPONENTS
+    weights: tuple[tuple[float, ...], ...]  # per benchmark: TailoredBench+'s weights over tailored.COMPONENTS
     quantiles: tuple[float, ...]  # per benchmark: the conformal quantile of the interval
     suite_quantile: float  # the suite mean's
     interval_level: float

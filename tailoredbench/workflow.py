@@ -41,16 +41,7 @@ from threadpoolctl import threadpool_limits
 
 from . import atomic
 from ._version import __version__
-from .conformal import (
-    MAX_BUDGET,
-    ROUND_SIZE,
-    StoppingRule,
-    check_precision,
-    difficulty,
-    interval,
-    round_budgets,
-    unlikeness,
-)
+from .conformal import difficulty, interval, unlikeness
 from .datasets import load_benchmark
 from .datasets.benchmarks import BENCHMARKS
 from .datasets.lm_eval import DEFAULT_METRIC, model_of, read_samples, samples_argument
@@ -58,6 +49,7 @@ from .errors import TailoredBenchError, check_integer
 from .estimator import TailoredBench
 from .intervals import pseudo_targets
 from .methods import MethodSpec, fluid
+from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
 
 if sys.platform != "win32":
     import fcntl

@@ -15,6 +15,7 @@ LAYERS = {
         "kmedoids",
         "tailored",
         "conformal",
+        "stopping",
         "oracle",
         "metrics",
     ],

@@ -11,11 +11,12 @@ from conftest import check_clean, image_cells, synthetic_matrix
 from tailoredbench import TailoredBench
 from tailoredbench.batch import reproduce
 from tailoredbench.cli import main
-from tailoredbench.conformal import PseudoTargets, StoppingRule, round_budgets, stopping_round
+from tailoredbench.conformal import PseudoTargets
 from tailoredbench.errors import TailoredBenchError
 from tailoredbench.methods import MethodSpec
 from tailoredbench.oracle import Oracle
 from tailoredbench.sequential import simulate_rounds, stop
+from tailoredbench.stopping import StoppingRule, round_budgets, stopping_round
 
 DATA = synthetic_matrix(80, 150, seed=4)  # SYNTHETIC
 PAIR = (DATA[::2], DATA[1::2])
