@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 import typing
 import warnings
 from collections.abc import Sequence
@@ -65,22 +64,22 @@ from .workflow import (
     G_SET,
     INTERVAL_LEVEL,
     N_SET,
-    PLAN_FILE,
     ROUND,
     STATE,
     _build,
     _check_files,
     _check_free,
     _check_types,
-    _checksum,
-    _interrupted,
     _json,
+    _load,
     _locked,
     _on,
     _one_model,
-    _plan_files,
+    _read,
     _replaces,
     _require,
+    _sealed_files,
+    _State,
     _Step,
     in_plan_folder,
 )
@@ -139,7 +138,7 @@ class SuiteRounds:
 
 
 @dataclass(frozen=True)
-class SuiteState:
+class SuiteState(_State):
     """A suite plan's ``state.json``: each benchmark's task, metric and G-set, then (``step``) its N-set or rounds.
 
     Built only valid. Its JSON is flat, sealed by a sha256 (``checksum``); ``FORMAT`` alone decides whether a
@@ -147,6 +146,7 @@ class SuiteState:
     """
 
     FORMAT = 2  # bump when the JSON layout changes, and only then
+    FORMAT_KEY = "suite_state_format"
     #: Older formats still read: 1, before the precision mode's rounds.
     READS = (1,)
 
@@ -212,27 +212,10 @@ class SuiteState:
             if isinstance(step, SuiteNSet):
                 _require(step.budget == len(items), f"a budget of {step.budget} for {len(items)} items of {name}")
 
-    def then(self, step: SuiteNSet | SuiteRounds) -> SuiteState:
-        """This plan with ``step`` in place of its own, as this package version writes it."""
-        return dataclasses.replace(self, step=step, tailoredbench_version=__version__)
-
-    def to_json(self, files: typing.Mapping[str, str] | None = None) -> str:
-        """The JSON of ``state.json``; ``files``, the sha256 of each other file of the plan, is sealed in with it."""
-        body = dataclasses.asdict(self)
-        step = body.pop("step") or {}
-        body = {"suite_state_format": self.FORMAT, "tailoredbench_version": body.pop("tailoredbench_version"), **body}
-        body.update(step)
-        if files is not None:
-            body["files"] = dict(sorted(files.items()))
-        return json.dumps({**body, "checksum": _checksum(body)}, indent=1) + "\n"
-
     @classmethod
     def parse(cls, text: str) -> tuple[SuiteState, dict[str, str] | None]:
         """The state of a :meth:`to_json` text and the file hashes it records, or a one-line error."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            raise TailoredBenchError("not a JSON state file (truncated or foreign?)") from None
+        data = _load(text)
         _require(isinstance(data, dict) and "suite_state_format" in data, "not a suite's plan state")
         found = data["suite_state_format"]
         readable = found == cls.FORMAT or found in cls.READS
@@ -240,14 +223,7 @@ class SuiteState:
         _require(not {"budget", "precision"} <= data.keys(), "both a fixed budget and a precision")
         kind = SuiteNSet if "budget" in data else SuiteRounds if "precision" in data else None
         state = _build(cls, {**data, "step": kind and _build(kind, data)})
-        files = data.get("files")
-        hashes = isinstance(files, dict) and G_SET in files
-        hashes = hashes and all(
-            PLAN_FILE.fullmatch(k) and re.fullmatch("[0-9a-f]{64}", str(v)) for k, v in files.items()
-        )
-        _require(files is None or hashes, "'files' is not the sha256 of each plan file")
-        _require(data.get("checksum") == _checksum(data), "its contents do not match its checksum (edited or damaged)")
-        return state, files
+        return state, _sealed_files(data)
 
 
 def is_suite_plan(folder: str | Path) -> bool:
@@ -430,28 +406,11 @@ def _selection(tasks: Sequence[str], doc_ids: Sequence[Sequence[int]]) -> dict[s
     return {task: [int(d) for d in ids] for task, ids in zip(tasks, doc_ids, strict=True)}
 
 
-def _read(folder: Path, seed: int | None = None) -> tuple[SuiteState, dict[str, str] | None]:
-    """The suite plan's state and the file hashes it records, refusing one of another format or seed."""
-    path = folder / STATE
-    if not path.is_file():
-        found = _plan_files(folder)
-        if found:
-            raise _interrupted(folder, f"{', '.join(sorted(found))} without {STATE}", True, START)
-        raise TailoredBenchError(f"{path}: no plan state; run 'tailoredbench plan --suite ...' first")
-    try:
-        state, files = SuiteState.parse(path.read_text(errors="replace"))
-    except TailoredBenchError as error:
-        raise TailoredBenchError(f"{path}: {error}; plan again") from None
-    if seed is not None and seed != state.seed:
-        raise TailoredBenchError(f"{path}: planned with seed {state.seed}, not {seed}")
-    return state, files
-
-
 def read_suite_state(folder: str | Path, seed: int | None = None) -> SuiteState:
     """The suite plan's state, refusing one of another format or seed, or whose files disagree with it."""
     folder = Path(folder)
     with _locked(folder, shared=True):
-        state, files = _read(folder, seed)
+        state, files = _read(folder, seed, SuiteState, START)
         _check_files(folder, files, start=START)
     return state
 
@@ -518,7 +477,7 @@ def plan_suite_n_set(
     """
     folder = Path(folder)
     with _locked(folder):
-        state, files = _read(folder, seed)
+        state, files = _read(folder, seed, SuiteState, START)
         _check_files(folder, files, step=not force, start=START)
         budget = check_integer(budget, "budget")
         if budget <= state.g_size:
@@ -579,7 +538,7 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
     """
     folder = Path(folder)
     with _locked(folder, shared=True):
-        state, files = _read(folder, seed)
+        state, files = _read(folder, seed, SuiteState, START)
         _check_files(folder, files, start=START)
         step = state.step
         if step is None:
@@ -763,7 +722,7 @@ def plan_suite_round(
     """
     folder = Path(folder)
     with _locked(folder):
-        state, files = _read(folder, seed)
+        state, files = _read(folder, seed, SuiteState, START)
         _check_files(folder, files, step=not force, start=START)
         precision = check_precision(precision)
         if of not in PRECISION_OF:
