@@ -546,29 +546,29 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
         model = _one_model(samples)
         if model != step.model:
             raise TailoredBenchError(f"the samples come from {model}, the N-sets were planned for {step.model}")
+        head = {"suite": state.suite, "method": "tailored_plus", "mode": "joint", "interval_level": step.interval_level}
+        tail = {"native_sources": len(step.native_sources), "model": model, "seed": state.seed}
         if isinstance(step, SuiteRounds):
             replayed = _replay(state, step, samples)
             if not replayed["answered"]:
                 raise TailoredBenchError("no round is answered yet: run lm-eval on round_1.json, then plan or estimate")
-            status = replayed["status"]
+            stopped, status, items = replayed["stopped"], replayed["status"], replayed["items"]
             if status == "next round":
                 status = "precision not reached yet: plan the next round"
+            found = (stopped.estimate[:, 0], stopped.mean[0], stopped.half[:, 0], stopped.half_mean[0])
+            done = _estimates(state, items, *found)
             return {
-                "suite": state.suite,
+                **head,
                 "method": step.method,
-                "mode": "joint",
-                "interval_level": step.interval_level,
-                **_estimates(state, replayed),
-                "items": replayed["items"] * len(state.tasks),
-                "budget": replayed["items"],
+                **done,
+                "items": items * len(state.tasks),
+                "budget": items,
                 "round": replayed["stop"] + 1,
                 "precision": step.precision,
                 "precision_of": step.of,
                 "precision_met": replayed["status"] == "precision reached",
                 "status": status,
-                "native_sources": len(step.native_sources),
-                "model": model,
-                "seed": state.seed,
+                **tail,
             }
         sources, answers, probes = _probes(state, samples, step.budget)
         if tuple(tuple(int(i) for i in p.n_set) for p in probes) != step.n_sets:
@@ -577,36 +577,10 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
             _on(found, g + n, f"{task} probe")
             for found, g, n, task in zip(answers, state.g_set_doc_ids, step.n_set_doc_ids, state.tasks, strict=True)
         ]
-        done = new_model_estimate(sources.values, probes, results, step.weights, step.quantiles, step.suite_quantile)
-    each = zip(state.benchmarks, state.tasks, state.metrics, done.estimate, done.low, done.high, strict=True)
-    return {
-        "suite": state.suite,
-        "method": "tailored_plus",
-        "mode": "joint",
-        "interval_level": step.interval_level,
-        "benchmarks": [
-            {
-                "benchmark": name,
-                "task": task,
-                "metric": metric,
-                "estimate": float(value),
-                "interval_low": float(low),
-                "interval_high": float(high),
-                "items": step.budget,
-            }
-            for name, task, metric, value, low, high in each
-        ],
-        "suite_mean": {
-            "estimate": done.suite_estimate,
-            "interval_low": done.suite_low,
-            "interval_high": done.suite_high,
-        },
-        "items": step.budget * len(state.tasks),
-        "budget": step.budget,
-        "native_sources": len(step.native_sources),
-        "model": model,
-        "seed": state.seed,
-    }
+        fit = new_model_estimate(sources.values, probes, results, step.weights, step.quantiles, step.suite_quantile)
+    bounds = (fit.low, fit.high, fit.suite_low, fit.suite_high)
+    done = _estimates(state, step.budget, fit.estimate, fit.suite_estimate, bounds=bounds)
+    return {**head, **done, "items": step.budget * len(state.tasks), "budget": step.budget, **tail}
 
 
 def _replay(state: SuiteState, step: SuiteRounds, samples) -> dict:
@@ -663,34 +637,23 @@ def _replay(state: SuiteState, step: SuiteRounds, samples) -> dict:
     return out
 
 
-def _estimates(state: SuiteState, replayed: dict) -> dict:
-    """The estimates where the rule stops: ``benchmarks`` (with each half-width and items) and ``suite_mean``."""
-    stopped = replayed["stopped"]
-    low, high = clipped_interval(
-        np.append(stopped.estimate[:, 0], stopped.mean[0]), np.append(stopped.half[:, 0], stopped.half_mean[0])
-    )
-    each = zip(state.benchmarks, state.tasks, state.metrics, stopped.estimate[:, 0], stopped.half[:, 0], strict=True)
-    return {
-        "benchmarks": [
-            {
-                "benchmark": name,
-                "task": task,
-                "metric": metric,
-                "estimate": float(value),
-                "interval_low": float(low[b]),
-                "interval_high": float(high[b]),
-                "halfwidth": float(half),
-                "items": replayed["items"],
-            }
-            for b, (name, task, metric, value, half) in enumerate(each)
-        ],
-        "suite_mean": {
-            "estimate": float(stopped.mean[0]),
-            "interval_low": float(low[-1]),
-            "interval_high": float(high[-1]),
-            "halfwidth": float(stopped.half_mean[0]),
-        },
-    }
+def _estimates(state: SuiteState, items: int, estimate, mean, half=None, half_mean=None, bounds=None) -> dict:
+    """``benchmarks`` and ``suite_mean``: each estimate with its interval, from the half-widths (which are reported
+    too) or the ``bounds`` (each benchmark's lows and highs, the suite mean's low and high)."""
+    if bounds is None:
+        low, high = clipped_interval(np.append(estimate, mean), np.append(half, half_mean))
+        bounds = (low[:-1], high[:-1], low[-1], high[-1])
+    lows, highs, mean_low, mean_high = bounds
+    each = zip(state.benchmarks, state.tasks, state.metrics, estimate, lows, highs, strict=True)
+    rows = [
+        {"benchmark": name, "task": task, "metric": metric, "estimate": float(value)}
+        | {"interval_low": float(low), "interval_high": float(high)}
+        | ({} if half is None else {"halfwidth": float(half[b])})
+        | {"items": items}
+        for b, (name, task, metric, value, low, high) in enumerate(each)
+    ]
+    whole = {"estimate": float(mean), "interval_low": float(mean_low), "interval_high": float(mean_high)}
+    return {"benchmarks": rows, "suite_mean": whole | ({} if half is None else {"halfwidth": float(half_mean)})}
 
 
 def plan_suite_round(
@@ -778,7 +741,9 @@ def plan_suite_round(
         if status == "next round":
             out.update(round=answered + 1, file=str(folder / ROUND.format(answered + 1)))
         if answered:
-            out.update(_estimates(state, replayed))
+            stopped = replayed["stopped"]
+            found = (stopped.estimate[:, 0], stopped.mean[0], stopped.half[:, 0], stopped.half_mean[0])
+            out.update(_estimates(state, replayed["items"], *found))
         budgets = [r[0] for r in rounds]
         planned_rounds = tuple(sorted({*step.rounds, *budgets[: out["round"]]}))
         step = dataclasses.replace(step, native_sources=replayed["native"], rounds=planned_rounds)

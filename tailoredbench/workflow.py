@@ -342,12 +342,6 @@ def _check_files(folder: Path, files: dict[str, str] | None, step: bool = True, 
         raise _interrupted(folder, problem, name == G_SET, start)
 
 
-class _Sealed(typing.Protocol):
-    """A plan's state as :meth:`_Step.commit` writes it: JSON sealed with the sha256 of the plan's other files."""
-
-    def to_json(self, files: typing.Mapping[str, str] | None = None) -> str: ...
-
-
 class _Step:
     """One plan step's files: written beside their targets, then put in place together, ``state.json`` last.
 
@@ -382,7 +376,7 @@ class _Step:
             raise _interrupted(self.folder, f"{name} is missing", name == G_SET, self.start)
         self.files[name] = digest
 
-    def commit(self, state: _Sealed) -> None:
+    def commit(self, state: _State) -> None:
         """Put the files in place, remove the plan's files this step does not keep, and write ``state.json``."""
         self.staged[STATE] = atomic.stage(self.folder / STATE, state.to_json(self.files).encode("utf-8"))
         for name in [n for n in self.staged if n != STATE]:
