@@ -411,12 +411,13 @@ def _per_benchmark(suite: Suite, method: str, budgets, runs, seed, n_jobs, level
 
 
 def _tidy(blocks, suite: Suite, truth: np.ndarray) -> pd.DataFrame:
-    """One row per run, mode, method, benchmark (and the suite mean) and target."""
+    """One row per run, mode, method, benchmark (and the suite mean) and target; a block's optional seventh part
+    holds more columns, each per benchmark (and the suite mean) and target."""
     models = list(suite.target[0].models)
     names = [*suite.benchmarks, SUITE_MEAN]
     truth_all = np.vstack([truth, truth.mean(axis=0)])
     frames = []
-    for run, mode, method, estimate, half, half_mean in blocks:
+    for run, mode, method, estimate, half, half_mean, *extra in blocks:
         estimate_all = np.vstack([estimate, estimate.mean(axis=0)])
         half_all = np.vstack([half, half_mean])
         low, high = clipped_interval(estimate_all, half_all)
@@ -433,6 +434,7 @@ def _tidy(blocks, suite: Suite, truth: np.ndarray) -> pd.DataFrame:
                     "estimate": estimate_all.ravel(),
                     "interval_low": low.ravel(),
                     "interval_high": high.ravel(),
+                    **(extra[0] if extra else {}),
                 }
             )
         )
@@ -487,6 +489,8 @@ def _se(values) -> float:
 
 #: What the precision refers to: every benchmark's interval, or the suite mean's.
 PRECISION_OF = ("every", "mean")
+#: The methods whose rounds a suite's precision mode plans (the default first, as in simulate_suite_precision).
+ROUND_METHODS = ("tailored_plus", "tailoredbench")
 
 
 @dataclass
@@ -700,7 +704,7 @@ def simulate_suite_precision(
     if of not in PRECISION_OF:
         raise TailoredBenchError(f"the precision is of {' or '.join(PRECISION_OF)} (interval), got {of!r}")
     methods = tuple(dict.fromkeys(methods))
-    wrong = [m for m in methods if m not in ("tailoredbench", "tailored_plus")]
+    wrong = [m for m in methods if m not in ROUND_METHODS]
     if wrong or not methods:
         raise TailoredBenchError(f"the suite's precision mode runs tailoredbench and tailored_plus, not {wrong[:1]}")
     modes = tuple(dict.fromkeys(modes))
@@ -712,7 +716,7 @@ def simulate_suite_precision(
     targets = [m.values for m in suite.target]
     truth = np.array([t.mean(axis=1) for t in targets])
     n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
-    frames, rows, factors = [], [], {}
+    blocks, rows, factors = [], [], {}
     with parallel_config(n_jobs=check_integer(n_jobs, "n_jobs", -1) or 1):
         for mode in modes:
             weights, rules = calibrate_rounds(setup, mode, seed, rounds, precision, of, level)
@@ -723,29 +727,11 @@ def simulate_suite_precision(
                 factors[mode, method] = rule.factor
                 for r, out in enumerate(outputs):
                     stopped = rule.stop(out[method]["estimate"], out[method]["unlike"], n_items)
-                    low, high = clipped_interval(
-                        np.vstack([stopped.estimate, stopped.mean]), np.vstack([stopped.half, stopped.half_mean])
-                    )
-                    names = [*suite.benchmarks, SUITE_MEAN]
-                    models = list(suite.target[0].models)
-                    frames.append(
-                        pd.DataFrame(
-                            {
-                                "run": r,
-                                "mode": mode,
-                                "method": method,
-                                "benchmark": np.repeat(names, len(models)),
-                                "target": np.tile(models, len(names)),
-                                "true": np.vstack([truth, truth.mean(axis=0)]).ravel(),
-                                "estimate": np.vstack([stopped.estimate, stopped.mean]).ravel(),
-                                "interval_low": low.ravel(),
-                                "interval_high": high.ravel(),
-                                "items": np.tile(n_items[stopped.at, 0, 0] * len(names[:-1]), len(names)),
-                                "met": np.tile(stopped.met, len(names)),
-                            }
-                        )
-                    )
-    results = pd.concat(frames, ignore_index=True)
+                    n_rows = len(suite.benchmarks) + 1
+                    more = {"items": n_items[stopped.at, 0, 0] * len(suite.benchmarks), "met": stopped.met}
+                    more = {k: np.tile(v, n_rows) for k, v in more.items()}
+                    blocks.append((r, mode, method, stopped.estimate, stopped.half, stopped.half_mean, more))
+    results = _tidy(blocks, suite, truth)
     for (mode, method), part in results.groupby(["mode", "method"], sort=False):
         each, whole = part[part["benchmark"] != SUITE_MEAN], part[part["benchmark"] == SUITE_MEAN]
         inside = covered(part)
@@ -848,10 +834,12 @@ def _read_probes(setup: _Setup, probes, results, joint: bool, accuracy=None):
     return calibrated, unlike, parts
 
 
-def _one_model(sources, budgets, g_size: int, distance: str) -> _Setup:
-    """The setup of real use: TailoredBench+ on the sources as given, ``budgets`` items per benchmark."""
+def _one_model(sources, budgets, g_size: int, distance: str, method: str = "tailored_plus") -> _Setup:
+    """The setup of real use: ``method`` on the sources as given, ``budgets`` items per benchmark."""
+    if method not in ROUND_METHODS:
+        raise TailoredBenchError(f"plan a suite in rounds by {' or '.join(ROUND_METHODS)}, not {method!r}")
     values = tuple(np.asarray(source, dtype=float) for source in sources)
-    return _Setup(values, tuple(int(b) for b in budgets), g_size, check_distance(distance), ("tailored_plus",), {})
+    return _Setup(values, tuple(int(b) for b in budgets), g_size, check_distance(distance), (method,), {})
 
 
 def new_model_g_sets(sources: Sequence[np.ndarray], g_size: int = 5, *, distance: str = "manhattan", seed: int = 0):
@@ -922,24 +910,13 @@ def new_model_estimate(
 # The precision mode for one new model: simulate_suite_precision's rounds, calibration and rule, the model the only
 # target of run 0 of the joint mode.
 
-#: The methods whose rounds a suite's precision mode plans (the default first, as in simulate_suite_precision).
-ROUND_METHODS = ("tailored_plus", "tailoredbench")
-
-
-def _one_model_rounds(sources, rounds, g_size: int, distance: str, method: str) -> _Setup:
-    """The setup of real use in rounds: ``method`` on the sources as given, as :func:`simulate_suite_precision`'s."""
-    if method not in ROUND_METHODS:
-        raise TailoredBenchError(f"plan a suite in rounds by {' or '.join(ROUND_METHODS)}, not {method!r}")
-    values = tuple(np.asarray(source, dtype=float) for source in sources)
-    return _Setup(values, tuple(rounds[-1]), g_size, check_distance(distance), (method,), {})
-
 
 def new_model_round_probes(
     sources: Sequence[np.ndarray], g_sets, g_answers, rounds, *, distance: str = "manhattan", seed: int = 0
 ) -> list[list[Probe]]:
     """A new model's probe on every benchmark after each of ``rounds`` (items per benchmark, as
     :func:`round_budgets_of` gives them), from its 0/1 answers on every G-set: the growing probes of the joint mode."""
-    setup = _one_model_rounds(sources, rounds, len(g_sets[0]), distance, ROUND_METHODS[0])
+    setup = _one_model(sources, rounds[-1], len(g_sets[0]), distance)
     native = _native(setup, g_sets, [np.asarray(a, dtype=float).reshape(1, -1) for a in g_answers], True)
     return list(_round_probes(setup, g_sets, [rows[0] for rows in native], (seed, 0), 0, rounds))
 
@@ -960,7 +937,7 @@ def fit_new_model_rounds(
     playing targets exactly as :func:`simulate_suite_precision` fits them (joint mode)."""
     if of not in PRECISION_OF:
         raise TailoredBenchError(f"the precision is of {' or '.join(PRECISION_OF)} (interval), got {of!r}")
-    setup = _one_model_rounds(sources, rounds, g_size, distance, method)
+    setup = _one_model(sources, rounds[-1], g_size, distance, method)
     weights, rules = calibrate_rounds(setup, "joint", seed, rounds, check_precision(precision), of, level)
     return weights, rules[method]
 
@@ -981,7 +958,7 @@ def new_model_rounds_estimate(
     estimates and half-widths there: :func:`simulate_suite_precision`'s run 0 for the model as the only target.
 
     ``answers``: per benchmark, the model's 0/1 results on all its items, NaN where not asked (never read)."""
-    setup = _one_model_rounds(sources, rounds, g_size, distance, method)
+    setup = _one_model(sources, rounds[-1], g_size, distance, method)
     targets = [np.asarray(a, dtype=float).reshape(1, -1) for a in answers]
     weights = None if weights is None else np.asarray(weights, dtype=float)
     out = _rounds_run(setup, targets, (seed, 0), "joint", weights, rounds)[method]
