@@ -854,9 +854,7 @@ def new_model_probes(
     """A new model's probe on every benchmark from its 0/1 answers on every G-set (``g_answers``, in G-set order):
     its native sources from all the answers (the same rows on every benchmark), then each benchmark's N-set, as
     the joint mode plans them for the only target of run 0."""
-    setup = _one_model(sources, budgets, len(g_sets[0]), distance)
-    native = _native(setup, g_sets, [np.asarray(a, dtype=float).reshape(1, -1) for a in g_answers], True)
-    return _probes(setup, g_sets, [rows[0] for rows in native], (seed, 0), 0)
+    return new_model_round_probes(sources, g_sets, g_answers, [tuple(budgets)], distance=distance, seed=seed)[0]
 
 
 def fit_new_model(

@@ -54,7 +54,6 @@ from .suite import (
     fit_new_model_rounds,
     new_model_estimate,
     new_model_g_sets,
-    new_model_probes,
     new_model_round_probes,
     new_model_rounds_estimate,
     round_budgets_of,
@@ -452,16 +451,16 @@ def _answers(state: SuiteState, sources: _Sources, samples) -> list[dict[int, fl
     return merged
 
 
-def _probes(state: SuiteState, samples, budget: int):
-    """Refit, read the samples, and plan every benchmark's probe from the answers on all the G-sets."""
+def _probes(state: SuiteState, samples, rounds) -> tuple:
+    """Refit, read the samples, and plan every benchmark's probe after each of ``rounds`` from the answers on all
+    the G-sets (a fixed budget: one round)."""
     sources, g_sets = _refit(state)
     answers = _answers(state, sources, samples)
     g_answers = [
         _on(results, doc_ids, f"{task} G-set")
         for results, doc_ids, task in zip(answers, state.g_set_doc_ids, state.tasks, strict=True)
     ]
-    budgets = [budget] * len(g_sets)
-    probes = new_model_probes(sources.values, g_sets, g_answers, budgets, distance=state.distance, seed=state.seed)
+    probes = new_model_round_probes(sources.values, g_sets, g_answers, rounds, distance=state.distance, seed=state.seed)
     return sources, answers, probes
 
 
@@ -486,7 +485,7 @@ def plan_suite_n_set(
             if budget > count:
                 raise TailoredBenchError(f"budget {budget} exceeds the item count {count} of {name}")
         model = _one_model(samples)
-        sources, _, probes = _probes(state, samples, budget)
+        sources, _, (probes,) = _probes(state, samples, [(budget,) * len(state.tasks)])
         names = sources.matrices[0].models
         native = tuple(names[i] for i in probes[0].native_sources)
         n_sets = tuple(tuple(int(i) for i in p.n_set) for p in probes)
@@ -570,7 +569,7 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
                 "status": status,
                 **tail,
             }
-        sources, answers, probes = _probes(state, samples, step.budget)
+        sources, answers, (probes,) = _probes(state, samples, [(step.budget,) * len(state.tasks)])
         if tuple(tuple(int(i) for i in p.n_set) for p in probes) != step.n_sets:
             raise TailoredBenchError("the G-set results differ from those the N-sets were planned with")
         results = [
@@ -587,14 +586,8 @@ def _replay(state: SuiteState, step: SuiteRounds, samples) -> dict:
     """The precision mode replayed on the samples: every round's new items (``round_items``, per round and benchmark,
     positions in its matrix), the rounds ``answered`` in full, and where the rule stops among them (``stop``, with the
     ``items`` per benchmark there and the model's ``stopped`` estimates), with the ``status`` it gives."""
-    sources, g_sets = _refit(state)
-    answers = _answers(state, sources, samples)
-    g_answers = [
-        _on(results, doc_ids, f"{task} G-set")
-        for results, doc_ids, task in zip(answers, state.g_set_doc_ids, state.tasks, strict=True)
-    ]
     rounds = round_budgets_of(state.item_counts, state.g_size, step.round_size, step.max_budget)
-    probes = new_model_round_probes(sources.values, g_sets, g_answers, rounds, distance=state.distance, seed=state.seed)
+    sources, answers, probes = _probes(state, samples, rounds)
     native = tuple(sources.matrices[0].models[i] for i in probes[0][0].native_sources)
     if step.native_sources not in ((), native):  # () before the first replay
         raise TailoredBenchError("the G-set results differ from those the rounds were planned with")
