@@ -197,12 +197,21 @@ def _rest(setup: _Setup) -> tuple:
     return setup.budgets, setup.g_size, setup.distance, setup.methods, setup.weights
 
 
+def _stack_folds(setup: _Setup, seed: int) -> list:
+    n_sources = setup.sources[0].shape[0]
+    return folds_by_kept(n_sources, min(STACK_FOLDS, n_sources), STACK_REPEATS, seed, rng.STACKING_FOLDS)
+
+
+def _interval_folds(setup: _Setup, seed: int) -> list:
+    """Every source held out once (as many folds as sources at most: an empty fold would hold no pseudo-target)."""
+    n_sources = setup.sources[0].shape[0]
+    return [(kept, [(i, held)]) for i, kept, held in model_folds(n_sources, min(INTERVAL_FOLDS, n_sources), 1, seed)]
+
+
 def stacking_weights(setup: _Setup, mode: str, seed: int) -> np.ndarray:
     """TailoredBench+'s weights over :data:`~tailoredbench.stacking.COMPONENTS` per benchmark, fitted on
     source models only (the per-benchmark method's folds, run keys and simplex grid)."""
-    n_sources = setup.sources[0].shape[0]
-    folds = folds_by_kept(n_sources, min(STACK_FOLDS, n_sources), STACK_REPEATS, seed, rng.STACKING_FOLDS)
-    done = _on_folds(setup, folds, mode, seed, rng.STACK_RUN)
+    done = _on_folds(setup, _stack_folds(setup, seed), mode, seed, rng.STACK_RUN)
     truth = np.hstack([t for t, _ in done])
     parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=1)
     return np.array([simplex_weights(parts[b], truth[b]) for b in range(len(setup.sources))])
@@ -211,11 +220,7 @@ def stacking_weights(setup: _Setup, mode: str, seed: int) -> np.ndarray:
 def calibrate(setup: _Setup, mode: str, seed: int, weights=None, level: float = LEVEL) -> dict[str, tuple]:
     """Per joint method: each benchmark's conformal quantile and the suite mean's, from the sources, each
     playing a target once (a target's half-width is its quantile times its difficulty)."""
-    n_sources = setup.sources[0].shape[0]
-    # as many folds as sources at most: an empty fold would hold no pseudo-target out
-    n_folds = min(INTERVAL_FOLDS, n_sources)
-    folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, n_folds, 1, seed)]
-    done = _on_folds(setup, folds, mode, seed, rng.PSEUDO_RUN, weights)
+    done = _on_folds(setup, _interval_folds(setup, seed), mode, seed, rng.PSEUDO_RUN, weights)
     truth = np.hstack([t for t, _ in done])
     n_items = np.array(setup.budgets, dtype=float)
     quantiles = {}
@@ -620,12 +625,10 @@ def calibrate_rounds(
     """TailoredBench+'s weights over all ``rounds`` (None without it) and each method's :class:`RoundsRule`, fitted on
     the sources playing targets: each round's conformal quantiles, then the factor of :func:`stopping_factor`."""
     run = partial(_rounds_run, rounds=rounds)
-    n_sources = setup.sources[0].shape[0]
     n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
     weights = None
     if "tailored_plus" in setup.methods:
-        folds = folds_by_kept(n_sources, min(STACK_FOLDS, n_sources), STACK_REPEATS, seed, rng.STACKING_FOLDS)
-        done = _on_folds(setup, folds, mode, seed, rng.STACK_RUN, runner=run)
+        done = _on_folds(setup, _stack_folds(setup, seed), mode, seed, rng.STACK_RUN, runner=run)
         parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=2)
         stack_truth = np.hstack([t for t, _ in done])
         weights = np.array(
@@ -634,9 +637,7 @@ def calibrate_rounds(
                 for b in range(len(setup.sources))
             ]
         )
-    interval_folds = min(INTERVAL_FOLDS, n_sources)  # no empty folds with fewer sources
-    folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, interval_folds, 1, seed)]
-    done = _on_folds(setup, folds, mode, seed, rng.PSEUDO_RUN, weights, runner=run)
+    done = _on_folds(setup, _interval_folds(setup, seed), mode, seed, rng.PSEUDO_RUN, weights, runner=run)
     pseudo_truth = np.hstack([t for t, _ in done])
     rules = {}
     for method in setup.methods:

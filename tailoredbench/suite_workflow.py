@@ -38,7 +38,7 @@ from joblib import parallel_config
 
 from ._version import __version__
 from .conformal import interval as clipped_interval
-from .datasets.lm_eval import DEFAULT_METRIC, metric_threshold, read_samples, task_of
+from .datasets.lm_eval import DEFAULT_METRIC, metric_threshold, task_of
 from .datasets.matrix import ResponseMatrix, load_matrix
 from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_suite
 from .distances import check_distance
@@ -72,6 +72,7 @@ from .workflow import (
     _json,
     _load,
     _locked,
+    _merge,
     _on,
     _one_model,
     _read,
@@ -437,11 +438,7 @@ def _answers(state: SuiteState, sources: _Sources, samples) -> list[dict[int, fl
         task = task_of(path)
         if task not in where:
             raise TailoredBenchError(f"{path}: samples of task '{task}', not of this plan ({', '.join(state.tasks)})")
-        b = where[task]
-        for doc_id, value in read_samples(path, state.metrics[b], task).items():
-            if merged[b].get(doc_id, value) != value:
-                raise TailoredBenchError(f"{path}: doc_id {doc_id} of task {task} has conflicting results across files")
-            merged[b][doc_id] = value
+        _merge(merged[where[task]], path, state.metrics[where[task]], task, f" of task {task}")
     for b, task in enumerate(state.tasks):
         if not merged[b]:
             raise TailoredBenchError(f"the samples hold no results of task {task}: give its samples_{task}_*.jsonl")

@@ -547,13 +547,18 @@ def _one_model(samples) -> str:
     return next(iter(models))
 
 
+def _merge(merged: dict[int, float], path, metric: str, task: str, what: str = "") -> None:
+    """Add a samples file's results to ``merged``, refusing a doc_id (``what``: of which task) it contradicts."""
+    for doc_id, value in read_samples(path, metric, task).items():
+        if merged.get(doc_id, value) != value:
+            raise TailoredBenchError(f"{path}: doc_id {doc_id}{what} has conflicting results across files")
+        merged[doc_id] = value
+
+
 def _results(state: PlanState, samples, item_ids) -> dict[int, float]:
     merged: dict[int, float] = {}
     for path in samples:
-        for doc_id, value in read_samples(path, state.metric, state.task).items():
-            if doc_id in merged and merged[doc_id] != value:
-                raise TailoredBenchError(f"{path}: doc_id {doc_id} has conflicting results across files")
-            merged[doc_id] = value
+        _merge(merged, path, state.metric, state.task)
     outside = sorted(set(merged) - set(item_ids))
     if outside:
         raise TailoredBenchError(f"doc_id {outside[0]} is not an item of {state.benchmark}")
