@@ -498,6 +498,20 @@ PRECISION_OF = ("every", "mean")
 ROUND_METHODS = ("tailored_plus", "tailoredbench")
 
 
+def check_precision_of(of: str) -> str:
+    """Which intervals a precision is of (one of :data:`PRECISION_OF`), or a one-line error."""
+    if of not in PRECISION_OF:
+        raise TailoredBenchError(f"the precision is of {' or '.join(PRECISION_OF)} (interval), got {of!r}")
+    return of
+
+
+def check_round_method(method: str) -> str:
+    """A method whose rounds a suite's precision mode plans (one of :data:`ROUND_METHODS`), or a one-line error."""
+    if method not in ROUND_METHODS:
+        raise TailoredBenchError(f"plan a suite in rounds by {' or '.join(ROUND_METHODS)}, not {method!r}")
+    return method
+
+
 @dataclass
 class SuitePrecision:
     """What :func:`simulate_suite_precision` returns."""
@@ -702,8 +716,7 @@ def simulate_suite_precision(
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
     precision = check_precision(precision)
-    if of not in PRECISION_OF:
-        raise TailoredBenchError(f"the precision is of {' or '.join(PRECISION_OF)} (interval), got {of!r}")
+    check_precision_of(of)
     methods = tuple(dict.fromkeys(methods))
     wrong = [m for m in methods if m not in ROUND_METHODS]
     if wrong or not methods:
@@ -837,8 +850,7 @@ def _read_probes(setup: _Setup, probes, results, joint: bool, accuracy=None):
 
 def _one_model(sources, budgets, g_size: int, distance: str, method: str = "tailored_plus") -> _Setup:
     """The setup of real use: ``method`` on the sources as given, ``budgets`` items per benchmark."""
-    if method not in ROUND_METHODS:
-        raise TailoredBenchError(f"plan a suite in rounds by {' or '.join(ROUND_METHODS)}, not {method!r}")
+    check_round_method(method)
     values = tuple(np.asarray(source, dtype=float) for source in sources)
     return _Setup(values, tuple(int(b) for b in budgets), g_size, check_distance(distance), (method,), {})
 
@@ -934,8 +946,7 @@ def fit_new_model_rounds(
 ) -> tuple[np.ndarray | None, RoundsRule]:
     """TailoredBench+'s weights (None for ``tailoredbench``) and the :class:`RoundsRule`, fitted on the sources
     playing targets exactly as :func:`simulate_suite_precision` fits them (joint mode)."""
-    if of not in PRECISION_OF:
-        raise TailoredBenchError(f"the precision is of {' or '.join(PRECISION_OF)} (interval), got {of!r}")
+    check_precision_of(of)
     setup = _one_model(sources, rounds[-1], g_size, distance, method)
     weights, rules = calibrate_rounds(setup, "joint", seed, rounds, check_precision(precision), of, level)
     return weights, rules[method]

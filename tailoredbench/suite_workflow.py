@@ -50,6 +50,8 @@ from .suite import (
     PRECISION_OF,
     ROUND_METHODS,
     RoundsRule,
+    check_precision_of,
+    check_round_method,
     fit_new_model,
     fit_new_model_rounds,
     new_model_estimate,
@@ -678,10 +680,7 @@ def plan_suite_round(
         state, files = _read(folder, seed, SuiteState, START)
         _check_files(folder, files, step=not force, start=START)
         precision = check_precision(precision)
-        if of not in PRECISION_OF:
-            raise TailoredBenchError(f"the precision is of {' or '.join(PRECISION_OF)} (interval), got {of!r}")
-        if method not in ROUND_METHODS:
-            raise TailoredBenchError(f"plan a suite in rounds by {' or '.join(ROUND_METHODS)}, not {method!r}")
+        of, method = check_precision_of(of), check_round_method(method)
         round_size = check_integer(round_size, "round size", 1)
         rounds = round_budgets_of(state.item_counts, state.g_size, round_size, max_budget)
         model = _one_model(samples)
