@@ -293,6 +293,13 @@ def check_budgets(suite: Suite, budget, total_budget, g_size: int, methods) -> t
     return tuple(int(b) for b in budgets)
 
 
+def _check_modes(modes: Sequence[str]) -> tuple[str, ...]:
+    modes = tuple(dict.fromkeys(modes))
+    if not modes or any(m not in MODES for m in modes):
+        raise TailoredBenchError(f"unknown suite mode in {list(modes)}; choose joint and/or independent")
+    return modes
+
+
 def simulate_suite(
     suite: str | Suite | Sequence,
     methods: Sequence[str] = ("tailoredbench", "tailored_plus"),
@@ -347,9 +354,7 @@ def simulate_suite(
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise TailoredBenchError(f"unknown suite method {(unknown or [''])[0]!r}; choose from {', '.join(METHODS)}")
-    modes = tuple(dict.fromkeys(modes))
-    if not modes or any(m not in MODES for m in modes):
-        raise TailoredBenchError(f"unknown suite mode in {list(modes)}; choose joint and/or independent")
+    modes = _check_modes(modes)
     runs, seed = check_integer(runs, "runs", 1), check_integer(seed, "seed", 0)
     budgets = check_budgets(suite, budget, total_budget, check_integer(g_size, "g_size", 1), methods)
     joint_methods = tuple(m for m in methods if m in JOINT_METHODS)
@@ -721,9 +726,7 @@ def simulate_suite_precision(
     wrong = [m for m in methods if m not in ROUND_METHODS]
     if wrong or not methods:
         raise TailoredBenchError(f"the suite's precision mode runs tailoredbench and tailored_plus, not {wrong[:1]}")
-    modes = tuple(dict.fromkeys(modes))
-    if not modes or any(m not in MODES for m in modes):
-        raise TailoredBenchError(f"unknown suite mode in {list(modes)}; choose joint and/or independent")
+    modes = _check_modes(modes)
     runs, seed = check_integer(runs, "runs", 1), check_integer(seed, "seed", 0)
     rounds = round_budgets_of(suite, check_integer(g_size, "g_size", 1), round_size, max_budget)
     setup = _Setup(tuple(m.values for m in suite.source), rounds[-1], g_size, check_distance(distance), methods, {})

@@ -550,11 +550,10 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
             replayed = _replay(state, step, samples)
             if not replayed["answered"]:
                 raise TailoredBenchError("no round is answered yet: run lm-eval on round_1.json, then plan or estimate")
-            stopped, status, items = replayed["stopped"], replayed["status"], replayed["items"]
+            status, items = replayed["status"], replayed["items"]
             if status == "next round":
                 status = "precision not reached yet: plan the next round"
-            found = (stopped.estimate[:, 0], stopped.mean[0], stopped.half[:, 0], stopped.half_mean[0])
-            done = _estimates(state, items, *found)
+            done = _estimates(state, items, *replayed["stopped"])
             return {
                 **head,
                 "method": step.method,
@@ -584,7 +583,8 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
 def _replay(state: SuiteState, step: SuiteRounds, samples) -> dict:
     """The precision mode replayed on the samples: every round's new items (``round_items``, per round and benchmark,
     positions in its matrix), the rounds ``answered`` in full, and where the rule stops among them (``stop``, with the
-    ``items`` per benchmark there and the model's ``stopped`` estimates), with the ``status`` it gives."""
+    ``items`` per benchmark there and the model's ``stopped`` estimates, suite mean and their half-widths), with the
+    ``status`` it gives."""
     rounds = round_budgets_of(state.item_counts, state.g_size, step.round_size, step.max_budget)
     sources, answers, probes = _probes(state, samples, rounds)
     native = tuple(sources.matrices[0].models[i] for i in probes[0][0].native_sources)
@@ -621,7 +621,8 @@ def _replay(state: SuiteState, step: SuiteRounds, samples) -> dict:
             seed=state.seed,
         )
         at = int(stopped.at[0])
-        out.update(stopped=stopped, stop=at, items=rounds[at][0])
+        found = (stopped.estimate[:, 0], stopped.mean[0], stopped.half[:, 0], stopped.half_mean[0])
+        out.update(stopped=found, stop=at, items=rounds[at][0])
         if stopped.met[0]:
             out["status"] = "precision reached"
         elif answered == len(rounds):
@@ -730,9 +731,7 @@ def plan_suite_round(
         if status == "next round":
             out.update(round=answered + 1, file=str(folder / ROUND.format(answered + 1)))
         if answered:
-            stopped = replayed["stopped"]
-            found = (stopped.estimate[:, 0], stopped.mean[0], stopped.half[:, 0], stopped.half_mean[0])
-            out.update(_estimates(state, replayed["items"], *found))
+            out.update(_estimates(state, replayed["items"], *replayed["stopped"]))
         budgets = [r[0] for r in rounds]
         planned_rounds = tuple(sorted({*step.rounds, *budgets[: out["round"]]}))
         step = dataclasses.replace(step, native_sources=replayed["native"], rounds=planned_rounds)
