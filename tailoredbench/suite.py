@@ -205,12 +205,21 @@ def _rest(setup: _Setup) -> tuple:
     return setup.budgets, setup.g_size, setup.distance, setup.methods, setup.weights
 
 
+def _stack_folds(setup: _Setup, seed: int) -> list:
+    n_sources = setup.sources[0].shape[0]
+    return folds_by_kept(n_sources, min(STACK_FOLDS, n_sources), STACK_REPEATS, seed, rng.STACKING_FOLDS)
+
+
+def _interval_folds(setup: _Setup, seed: int) -> list:
+    """Every source held out once (as many folds as sources at most: an empty fold would hold no pseudo-target)."""
+    n_sources = setup.sources[0].shape[0]
+    return [(kept, [(i, held)]) for i, kept, held in model_folds(n_sources, min(INTERVAL_FOLDS, n_sources), 1, seed)]
+
+
 def stacking_weights(setup: _Setup, mode: str, seed: int) -> np.ndarray:
     """TailoredBench+'s weights over :data:`~tailoredbench.stacking.COMPONENTS` per benchmark, fitted on
     source models only (the per-benchmark method's folds, run keys and simplex grid)."""
-    n_sources = setup.sources[0].shape[0]
-    folds = folds_by_kept(n_sources, min(STACK_FOLDS, n_sources), STACK_REPEATS, seed, rng.STACKING_FOLDS)
-    done = _on_folds(setup, folds, mode, seed, rng.STACK_RUN)
+    done = _on_folds(setup, _stack_folds(setup, seed), mode, seed, rng.STACK_RUN)
     truth = np.hstack([t for t, _ in done])
     parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=1)
     return np.array([simplex_weights(parts[b], truth[b]) for b in range(len(setup.sources))])
@@ -219,11 +228,7 @@ def stacking_weights(setup: _Setup, mode: str, seed: int) -> np.ndarray:
 def calibrate(setup: _Setup, mode: str, seed: int, weights=None, level: float = LEVEL) -> dict[str, tuple]:
     """Per joint method: each benchmark's conformal quantile and the suite mean's, from the sources, each
     playing a target once (a target's half-width is its quantile times its difficulty)."""
-    n_sources = setup.sources[0].shape[0]
-    # as many folds as sources at most: an empty fold would hold no pseudo-target out
-    n_folds = min(INTERVAL_FOLDS, n_sources)
-    folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, n_folds, 1, seed)]
-    done = _on_folds(setup, folds, mode, seed, rng.PSEUDO_RUN, weights)
+    done = _on_folds(setup, _interval_folds(setup, seed), mode, seed, rng.PSEUDO_RUN, weights)
     truth = np.hstack([t for t, _ in done])
     n_items = np.array(setup.budgets, dtype=float)
     quantiles = {}
@@ -296,6 +301,13 @@ def check_budgets(suite: Suite, budget, total_budget, g_size: int, methods) -> t
     return tuple(int(b) for b in budgets)
 
 
+def _check_modes(modes: Sequence[str]) -> tuple[str, ...]:
+    modes = tuple(dict.fromkeys(modes))
+    if not modes or any(m not in MODES for m in modes):
+        raise TailoredBenchError(f"unknown suite mode in {list(modes)}; choose joint and/or independent")
+    return modes
+
+
 def simulate_suite(
     suite: str | Suite | Sequence,
     methods: Sequence[str] = ("tailoredbench", "tailored_plus"),
@@ -350,9 +362,7 @@ def simulate_suite(
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise TailoredBenchError(f"unknown suite method {(unknown or [''])[0]!r}; choose from {', '.join(METHODS)}")
-    modes = tuple(dict.fromkeys(modes))
-    if not modes or any(m not in MODES for m in modes):
-        raise TailoredBenchError(f"unknown suite mode in {list(modes)}; choose joint and/or independent")
+    modes = _check_modes(modes)
     runs, seed = check_integer(runs, "runs", 1), check_integer(seed, "seed", 0)
     budgets = check_budgets(suite, budget, total_budget, check_integer(g_size, "g_size", 1), methods)
     joint_methods = tuple(m for m in methods if m in JOINT_METHODS)
@@ -419,12 +429,13 @@ def _per_benchmark(suite: Suite, method: str, budgets, runs, seed, n_jobs, level
 
 
 def _tidy(blocks, suite: Suite, truth: np.ndarray) -> pd.DataFrame:
-    """One row per run, mode, method, benchmark (and the suite mean) and target."""
+    """One row per run, mode, method, benchmark (and the suite mean) and target; a block's optional seventh part
+    holds more columns, each per benchmark (and the suite mean) and target."""
     models = list(suite.target[0].models)
     names = [*suite.benchmarks, SUITE_MEAN]
     truth_all = np.vstack([truth, truth.mean(axis=0)])
     frames = []
-    for run, mode, method, estimate, half, half_mean in blocks:
+    for run, mode, method, estimate, half, half_mean, *extra in blocks:
         estimate_all = np.vstack([estimate, estimate.mean(axis=0)])
         half_all = np.vstack([half, half_mean])
         low, high = clipped_interval(estimate_all, half_all)
@@ -441,6 +452,7 @@ def _tidy(blocks, suite: Suite, truth: np.ndarray) -> pd.DataFrame:
                     "estimate": estimate_all.ravel(),
                     "interval_low": low.ravel(),
                     "interval_high": high.ravel(),
+                    **(extra[0] if extra else {}),
                 }
             )
         )
@@ -495,6 +507,22 @@ def _se(values) -> float:
 
 #: What the precision refers to: every benchmark's interval, or the suite mean's.
 PRECISION_OF = ("every", "mean")
+#: The methods whose rounds a suite's precision mode plans (the default first, as in simulate_suite_precision).
+ROUND_METHODS = ("tailored_plus", "tailoredbench")
+
+
+def check_precision_of(of: str) -> str:
+    """Which intervals a precision is of (one of :data:`PRECISION_OF`), or a one-line error."""
+    if of not in PRECISION_OF:
+        raise TailoredBenchError(f"the precision is of {' or '.join(PRECISION_OF)} (interval), got {of!r}")
+    return of
+
+
+def check_round_method(method: str) -> str:
+    """A method whose rounds a suite's precision mode plans (one of :data:`ROUND_METHODS`), or a one-line error."""
+    if method not in ROUND_METHODS:
+        raise TailoredBenchError(f"plan a suite in rounds by {' or '.join(ROUND_METHODS)}, not {method!r}")
+    return method
 
 
 @dataclass
@@ -624,12 +652,10 @@ def calibrate_rounds(
     """TailoredBench+'s weights over all ``rounds`` (None without it) and each method's :class:`RoundsRule`, fitted on
     the sources playing targets: each round's conformal quantiles, then the factor of :func:`stopping_factor`."""
     run = partial(_rounds_run, rounds=rounds)
-    n_sources = setup.sources[0].shape[0]
     n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
     weights = None
     if "tailored_plus" in setup.methods:
-        folds = folds_by_kept(n_sources, min(STACK_FOLDS, n_sources), STACK_REPEATS, seed, rng.STACKING_FOLDS)
-        done = _on_folds(setup, folds, mode, seed, rng.STACK_RUN, runner=run)
+        done = _on_folds(setup, _stack_folds(setup, seed), mode, seed, rng.STACK_RUN, runner=run)
         parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=2)
         stack_truth = np.hstack([t for t, _ in done])
         weights = np.array(
@@ -638,9 +664,7 @@ def calibrate_rounds(
                 for b in range(len(setup.sources))
             ]
         )
-    interval_folds = min(INTERVAL_FOLDS, n_sources)  # no empty folds with fewer sources
-    folds = [(kept, [(index, held)]) for index, kept, held in model_folds(n_sources, interval_folds, 1, seed)]
-    done = _on_folds(setup, folds, mode, seed, rng.PSEUDO_RUN, weights, runner=run)
+    done = _on_folds(setup, _interval_folds(setup, seed), mode, seed, rng.PSEUDO_RUN, weights, runner=run)
     pseudo_truth = np.hstack([t for t, _ in done])
     rules = {}
     for method in setup.methods:
@@ -705,22 +729,19 @@ def simulate_suite_precision(
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
     precision = check_precision(precision)
-    if of not in PRECISION_OF:
-        raise TailoredBenchError(f"the precision is of {' or '.join(PRECISION_OF)} (interval), got {of!r}")
+    check_precision_of(of)
     methods = tuple(dict.fromkeys(methods))
-    wrong = [m for m in methods if m not in ("tailoredbench", "tailored_plus")]
+    wrong = [m for m in methods if m not in ROUND_METHODS]
     if wrong or not methods:
         raise TailoredBenchError(f"the suite's precision mode runs tailoredbench and tailored_plus, not {wrong[:1]}")
-    modes = tuple(dict.fromkeys(modes))
-    if not modes or any(m not in MODES for m in modes):
-        raise TailoredBenchError(f"unknown suite mode in {list(modes)}; choose joint and/or independent")
+    modes = _check_modes(modes)
     runs, seed = check_integer(runs, "runs", 1), check_integer(seed, "seed", 0)
     rounds = round_budgets_of(suite, check_integer(g_size, "g_size", 1), round_size, max_budget)
     setup = _Setup(tuple(m.values for m in suite.source), rounds[-1], g_size, check_distance(distance), methods, {})
     targets = [m.values for m in suite.target]
     truth = np.array([t.mean(axis=1) for t in targets])
     n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
-    frames, rows, factors = [], [], {}
+    blocks, rows, factors = [], [], {}
     with parallel_config(n_jobs=check_integer(n_jobs, "n_jobs", -1) or 1):
         for mode in modes:
             weights, rules = calibrate_rounds(setup, mode, seed, rounds, precision, of, level)
@@ -731,29 +752,11 @@ def simulate_suite_precision(
                 factors[mode, method] = rule.factor
                 for r, out in enumerate(outputs):
                     stopped = rule.stop(out[method]["estimate"], out[method]["unlike"], n_items)
-                    low, high = clipped_interval(
-                        np.vstack([stopped.estimate, stopped.mean]), np.vstack([stopped.half, stopped.half_mean])
-                    )
-                    names = [*suite.benchmarks, SUITE_MEAN]
-                    models = list(suite.target[0].models)
-                    frames.append(
-                        pd.DataFrame(
-                            {
-                                "run": r,
-                                "mode": mode,
-                                "method": method,
-                                "benchmark": np.repeat(names, len(models)),
-                                "target": np.tile(models, len(names)),
-                                "true": np.vstack([truth, truth.mean(axis=0)]).ravel(),
-                                "estimate": np.vstack([stopped.estimate, stopped.mean]).ravel(),
-                                "interval_low": low.ravel(),
-                                "interval_high": high.ravel(),
-                                "items": np.tile(n_items[stopped.at, 0, 0] * len(names[:-1]), len(names)),
-                                "met": np.tile(stopped.met, len(names)),
-                            }
-                        )
-                    )
-    results = pd.concat(frames, ignore_index=True)
+                    n_rows = len(suite.benchmarks) + 1
+                    more = {"items": n_items[stopped.at, 0, 0] * len(suite.benchmarks), "met": stopped.met}
+                    more = {k: np.tile(v, n_rows) for k, v in more.items()}
+                    blocks.append((r, mode, method, stopped.estimate, stopped.half, stopped.half_mean, more))
+    results = _tidy(blocks, suite, truth)
     for (mode, method), part in results.groupby(["mode", "method"], sort=False):
         each, whole = part[part["benchmark"] != SUITE_MEAN], part[part["benchmark"] == SUITE_MEAN]
         inside = covered(part)
@@ -856,10 +859,11 @@ def _read_probes(setup: _Setup, probes, results, joint: bool, accuracy=None):
     return calibrated, unlike, parts
 
 
-def _one_model(sources, budgets, g_size: int, distance: str) -> _Setup:
-    """The setup of real use: TailoredBench+ on the sources as given, ``budgets`` items per benchmark."""
+def _one_model(sources, budgets, g_size: int, distance: str, method: str = "tailored_plus") -> _Setup:
+    """The setup of real use: ``method`` on the sources as given, ``budgets`` items per benchmark."""
+    check_round_method(method)
     values = tuple(np.asarray(source, dtype=float) for source in sources)
-    return _Setup(values, tuple(int(b) for b in budgets), g_size, check_distance(distance), ("tailored_plus",), {})
+    return _Setup(values, tuple(int(b) for b in budgets), g_size, check_distance(distance), (method,), {})
 
 
 def new_model_g_sets(sources: Sequence[np.ndarray], g_size: int = 5, *, distance: str = "manhattan", seed: int = 0):
@@ -874,9 +878,7 @@ def new_model_probes(
     """A new model's probe on every benchmark from its 0/1 answers on every G-set (``g_answers``, in G-set order):
     its native sources from all the answers (the same rows on every benchmark), then each benchmark's N-set, as
     the joint mode plans them for the only target of run 0."""
-    setup = _one_model(sources, budgets, len(g_sets[0]), distance)
-    native = _native(setup, g_sets, [np.asarray(a, dtype=float).reshape(1, -1) for a in g_answers], True)
-    return _probes(setup, g_sets, [rows[0] for rows in native], (seed, 0), 0)
+    return new_model_round_probes(sources, g_sets, g_answers, [tuple(budgets)], distance=distance, seed=seed)[0]
 
 
 def fit_new_model(
@@ -930,24 +932,13 @@ def new_model_estimate(
 # The precision mode for one new model: simulate_suite_precision's rounds, calibration and rule, the model the only
 # target of run 0 of the joint mode.
 
-#: The methods whose rounds a suite's precision mode plans (the default first, as in simulate_suite_precision).
-ROUND_METHODS = ("tailored_plus", "tailoredbench")
-
-
-def _one_model_rounds(sources, rounds, g_size: int, distance: str, method: str) -> _Setup:
-    """The setup of real use in rounds: ``method`` on the sources as given, as :func:`simulate_suite_precision`'s."""
-    if method not in ROUND_METHODS:
-        raise TailoredBenchError(f"plan a suite in rounds by {' or '.join(ROUND_METHODS)}, not {method!r}")
-    values = tuple(np.asarray(source, dtype=float) for source in sources)
-    return _Setup(values, tuple(rounds[-1]), g_size, check_distance(distance), (method,), {})
-
 
 def new_model_round_probes(
     sources: Sequence[np.ndarray], g_sets, g_answers, rounds, *, distance: str = "manhattan", seed: int = 0
 ) -> list[list[Probe]]:
     """A new model's probe on every benchmark after each of ``rounds`` (items per benchmark, as
     :func:`round_budgets_of` gives them), from its 0/1 answers on every G-set: the growing probes of the joint mode."""
-    setup = _one_model_rounds(sources, rounds, len(g_sets[0]), distance, ROUND_METHODS[0])
+    setup = _one_model(sources, rounds[-1], len(g_sets[0]), distance)
     native = _native(setup, g_sets, [np.asarray(a, dtype=float).reshape(1, -1) for a in g_answers], True)
     return list(_round_probes(setup, g_sets, [rows[0] for rows in native], (seed, 0), 0, rounds))
 
@@ -966,9 +957,8 @@ def fit_new_model_rounds(
 ) -> tuple[np.ndarray | None, RoundsRule]:
     """TailoredBench+'s weights (None for ``tailoredbench``) and the :class:`RoundsRule`, fitted on the sources
     playing targets exactly as :func:`simulate_suite_precision` fits them (joint mode)."""
-    if of not in PRECISION_OF:
-        raise TailoredBenchError(f"the precision is of {' or '.join(PRECISION_OF)} (interval), got {of!r}")
-    setup = _one_model_rounds(sources, rounds, g_size, distance, method)
+    check_precision_of(of)
+    setup = _one_model(sources, rounds[-1], g_size, distance, method)
     weights, rules = calibrate_rounds(setup, "joint", seed, rounds, check_precision(precision), of, level)
     return weights, rules[method]
 
@@ -989,7 +979,7 @@ def new_model_rounds_estimate(
     estimates and half-widths there: :func:`simulate_suite_precision`'s run 0 for the model as the only target.
 
     ``answers``: per benchmark, the model's 0/1 results on all its items, NaN where not asked (never read)."""
-    setup = _one_model_rounds(sources, rounds, g_size, distance, method)
+    setup = _one_model(sources, rounds[-1], g_size, distance, method)
     targets = [np.asarray(a, dtype=float).reshape(1, -1) for a in answers]
     weights = None if weights is None else np.asarray(weights, dtype=float)
     out = _rounds_run(setup, targets, (seed, 0), "joint", weights, rounds)[method]

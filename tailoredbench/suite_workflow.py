@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 import typing
 import warnings
 from collections.abc import Sequence
@@ -39,7 +38,7 @@ from joblib import parallel_config
 
 from ._version import __version__
 from .conformal import interval as clipped_interval
-from .datasets.lm_eval import DEFAULT_METRIC, metric_threshold, read_samples, task_of
+from .datasets.lm_eval import DEFAULT_METRIC, metric_threshold, task_of
 from .datasets.matrix import ResponseMatrix, load_matrix
 from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_suite
 from .errors import TailoredBenchError, check_integer
@@ -50,11 +49,12 @@ from .suite import (
     PRECISION_OF,
     ROUND_METHODS,
     RoundsRule,
+    check_precision_of,
+    check_round_method,
     fit_new_model,
     fit_new_model_rounds,
     new_model_estimate,
     new_model_g_sets,
-    new_model_probes,
     new_model_round_probes,
     new_model_rounds_estimate,
     round_budgets_of,
@@ -64,22 +64,23 @@ from .workflow import (
     G_SET,
     INTERVAL_LEVEL,
     N_SET,
-    PLAN_FILE,
     ROUND,
     STATE,
     _build,
     _check_files,
     _check_free,
     _check_types,
-    _checksum,
-    _interrupted,
     _json,
+    _load,
     _locked,
+    _merge,
     _on,
     _one_model,
-    _plan_files,
+    _read,
     _replaces,
     _require,
+    _sealed_files,
+    _State,
     _Step,
     in_plan_folder,
 )
@@ -138,7 +139,7 @@ class SuiteRounds:
 
 
 @dataclass(frozen=True)
-class SuiteState:
+class SuiteState(_State):
     """A suite plan's ``state.json``: each benchmark's task, metric and G-set, then (``step``) its N-set or rounds.
 
     Built only valid. Its JSON is flat, sealed by a sha256 (``checksum``); ``FORMAT`` alone decides whether a
@@ -146,6 +147,7 @@ class SuiteState:
     """
 
     FORMAT = 2  # bump when the JSON layout changes, and only then
+    FORMAT_KEY = "suite_state_format"
     #: Older formats still read: 1, before the precision mode's rounds.
     READS = (1,)
 
@@ -211,27 +213,10 @@ class SuiteState:
             if isinstance(step, SuiteNSet):
                 _require(step.budget == len(items), f"a budget of {step.budget} for {len(items)} items of {name}")
 
-    def then(self, step: SuiteNSet | SuiteRounds) -> SuiteState:
-        """This plan with ``step`` in place of its own, as this package version writes it."""
-        return dataclasses.replace(self, step=step, tailoredbench_version=__version__)
-
-    def to_json(self, files: typing.Mapping[str, str] | None = None) -> str:
-        """The JSON of ``state.json``; ``files``, the sha256 of each other file of the plan, is sealed in with it."""
-        body = dataclasses.asdict(self)
-        step = body.pop("step") or {}
-        body = {"suite_state_format": self.FORMAT, "tailoredbench_version": body.pop("tailoredbench_version"), **body}
-        body.update(step)
-        if files is not None:
-            body["files"] = dict(sorted(files.items()))
-        return json.dumps({**body, "checksum": _checksum(body)}, indent=1) + "\n"
-
     @classmethod
     def parse(cls, text: str) -> tuple[SuiteState, dict[str, str] | None]:
         """The state of a :meth:`to_json` text and the file hashes it records, or a one-line error."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            raise TailoredBenchError("not a JSON state file (truncated or foreign?)") from None
+        data = _load(text)
         _require(isinstance(data, dict) and "suite_state_format" in data, "not a suite's plan state")
         found = data["suite_state_format"]
         readable = found == cls.FORMAT or found in cls.READS
@@ -239,14 +224,7 @@ class SuiteState:
         _require(not {"budget", "precision"} <= data.keys(), "both a fixed budget and a precision")
         kind = SuiteNSet if "budget" in data else SuiteRounds if "precision" in data else None
         state = _build(cls, {**data, "step": kind and _build(kind, data)})
-        files = data.get("files")
-        hashes = isinstance(files, dict) and G_SET in files
-        hashes = hashes and all(
-            PLAN_FILE.fullmatch(k) and re.fullmatch("[0-9a-f]{64}", str(v)) for k, v in files.items()
-        )
-        _require(files is None or hashes, "'files' is not the sha256 of each plan file")
-        _require(data.get("checksum") == _checksum(data), "its contents do not match its checksum (edited or damaged)")
-        return state, files
+        return state, _sealed_files(data)
 
 
 def is_suite_plan(folder: str | Path) -> bool:
@@ -429,28 +407,11 @@ def _selection(tasks: Sequence[str], doc_ids: Sequence[Sequence[int]]) -> dict[s
     return {task: [int(d) for d in ids] for task, ids in zip(tasks, doc_ids, strict=True)}
 
 
-def _read(folder: Path, seed: int | None = None) -> tuple[SuiteState, dict[str, str] | None]:
-    """The suite plan's state and the file hashes it records, refusing one of another format or seed."""
-    path = folder / STATE
-    if not path.is_file():
-        found = _plan_files(folder)
-        if found:
-            raise _interrupted(folder, f"{', '.join(sorted(found))} without {STATE}", True, START)
-        raise TailoredBenchError(f"{path}: no plan state; run 'tailoredbench plan --suite ...' first")
-    try:
-        state, files = SuiteState.parse(path.read_text(errors="replace"))
-    except TailoredBenchError as error:
-        raise TailoredBenchError(f"{path}: {error}; plan again") from None
-    if seed is not None and seed != state.seed:
-        raise TailoredBenchError(f"{path}: planned with seed {state.seed}, not {seed}")
-    return state, files
-
-
 def read_suite_state(folder: str | Path, seed: int | None = None) -> SuiteState:
     """The suite plan's state, refusing one of another format or seed, or whose files disagree with it."""
     folder = Path(folder)
     with _locked(folder, shared=True):
-        state, files = _read(folder, seed)
+        state, files = _read(folder, seed, SuiteState, START)
         _check_files(folder, files, start=START)
     return state
 
@@ -478,11 +439,7 @@ def _answers(state: SuiteState, sources: _Sources, samples) -> list[dict[int, fl
         task = task_of(path)
         if task not in where:
             raise TailoredBenchError(f"{path}: samples of task '{task}', not of this plan ({', '.join(state.tasks)})")
-        b = where[task]
-        for doc_id, value in read_samples(path, state.metrics[b], task).items():
-            if merged[b].get(doc_id, value) != value:
-                raise TailoredBenchError(f"{path}: doc_id {doc_id} of task {task} has conflicting results across files")
-            merged[b][doc_id] = value
+        _merge(merged[where[task]], path, state.metrics[where[task]], task, f" of task {task}")
     for b, task in enumerate(state.tasks):
         if not merged[b]:
             raise TailoredBenchError(f"the samples hold no results of task {task}: give its samples_{task}_*.jsonl")
@@ -492,16 +449,16 @@ def _answers(state: SuiteState, sources: _Sources, samples) -> list[dict[int, fl
     return merged
 
 
-def _probes(state: SuiteState, samples, budget: int):
-    """Refit, read the samples, and plan every benchmark's probe from the answers on all the G-sets."""
+def _probes(state: SuiteState, samples, rounds) -> tuple:
+    """Refit, read the samples, and plan every benchmark's probe after each of ``rounds`` from the answers on all
+    the G-sets (a fixed budget: one round)."""
     sources, g_sets = _refit(state)
     answers = _answers(state, sources, samples)
     g_answers = [
         _on(results, doc_ids, f"{task} G-set")
         for results, doc_ids, task in zip(answers, state.g_set_doc_ids, state.tasks, strict=True)
     ]
-    budgets = [budget] * len(g_sets)
-    probes = new_model_probes(sources.values, g_sets, g_answers, budgets, distance=state.distance, seed=state.seed)
+    probes = new_model_round_probes(sources.values, g_sets, g_answers, rounds, distance=state.distance, seed=state.seed)
     return sources, answers, probes
 
 
@@ -517,7 +474,7 @@ def plan_suite_n_set(
     """
     folder = Path(folder)
     with _locked(folder):
-        state, files = _read(folder, seed)
+        state, files = _read(folder, seed, SuiteState, START)
         _check_files(folder, files, step=not force, start=START)
         budget = check_integer(budget, "budget")
         if budget <= state.g_size:
@@ -526,7 +483,7 @@ def plan_suite_n_set(
             if budget > count:
                 raise TailoredBenchError(f"budget {budget} exceeds the item count {count} of {name}")
         model = _one_model(samples)
-        sources, _, probes = _probes(state, samples, budget)
+        sources, _, (probes,) = _probes(state, samples, [(budget,) * len(state.tasks)])
         names = sources.matrices[0].models
         native = tuple(names[i] for i in probes[0].native_sources)
         n_sets = tuple(tuple(int(i) for i in p.n_set) for p in probes)
@@ -578,7 +535,7 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
     """
     folder = Path(folder)
     with _locked(folder, shared=True):
-        state, files = _read(folder, seed)
+        state, files = _read(folder, seed, SuiteState, START)
         _check_files(folder, files, start=START)
         step = state.step
         if step is None:
@@ -586,81 +543,49 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
         model = _one_model(samples)
         if model != step.model:
             raise TailoredBenchError(f"the samples come from {model}, the N-sets were planned for {step.model}")
+        head = {"suite": state.suite, "method": "tailored_plus", "mode": "joint", "interval_level": step.interval_level}
+        tail = {"native_sources": len(step.native_sources), "model": model, "seed": state.seed}
         if isinstance(step, SuiteRounds):
             replayed = _replay(state, step, samples)
             if not replayed["answered"]:
                 raise TailoredBenchError("no round is answered yet: run lm-eval on round_1.json, then plan or estimate")
-            status = replayed["status"]
+            status, items = replayed["status"], replayed["items"]
             if status == "next round":
                 status = "precision not reached yet: plan the next round"
+            done = _estimates(state, items, *replayed["stopped"])
             return {
-                "suite": state.suite,
+                **head,
                 "method": step.method,
-                "mode": "joint",
-                "interval_level": step.interval_level,
-                **_estimates(state, replayed),
-                "items": replayed["items"] * len(state.tasks),
-                "budget": replayed["items"],
+                **done,
+                "items": items * len(state.tasks),
+                "budget": items,
                 "round": replayed["stop"] + 1,
                 "precision": step.precision,
                 "precision_of": step.of,
                 "precision_met": replayed["status"] == "precision reached",
                 "status": status,
-                "native_sources": len(step.native_sources),
-                "model": model,
-                "seed": state.seed,
+                **tail,
             }
-        sources, answers, probes = _probes(state, samples, step.budget)
+        sources, answers, (probes,) = _probes(state, samples, [(step.budget,) * len(state.tasks)])
         if tuple(tuple(int(i) for i in p.n_set) for p in probes) != step.n_sets:
             raise TailoredBenchError("the G-set results differ from those the N-sets were planned with")
         results = [
             _on(found, g + n, f"{task} probe")
             for found, g, n, task in zip(answers, state.g_set_doc_ids, step.n_set_doc_ids, state.tasks, strict=True)
         ]
-        done = new_model_estimate(sources.values, probes, results, step.weights, step.quantiles, step.suite_quantile)
-    each = zip(state.benchmarks, state.tasks, state.metrics, done.estimate, done.low, done.high, strict=True)
-    return {
-        "suite": state.suite,
-        "method": "tailored_plus",
-        "mode": "joint",
-        "interval_level": step.interval_level,
-        "benchmarks": [
-            {
-                "benchmark": name,
-                "task": task,
-                "metric": metric,
-                "estimate": float(value),
-                "interval_low": float(low),
-                "interval_high": float(high),
-                "items": step.budget,
-            }
-            for name, task, metric, value, low, high in each
-        ],
-        "suite_mean": {
-            "estimate": done.suite_estimate,
-            "interval_low": done.suite_low,
-            "interval_high": done.suite_high,
-        },
-        "items": step.budget * len(state.tasks),
-        "budget": step.budget,
-        "native_sources": len(step.native_sources),
-        "model": model,
-        "seed": state.seed,
-    }
+        fit = new_model_estimate(sources.values, probes, results, step.weights, step.quantiles, step.suite_quantile)
+    bounds = (fit.low, fit.high, fit.suite_low, fit.suite_high)
+    done = _estimates(state, step.budget, fit.estimate, fit.suite_estimate, bounds=bounds)
+    return {**head, **done, "items": step.budget * len(state.tasks), "budget": step.budget, **tail}
 
 
 def _replay(state: SuiteState, step: SuiteRounds, samples) -> dict:
     """The precision mode replayed on the samples: every round's new items (``round_items``, per round and benchmark,
     positions in its matrix), the rounds ``answered`` in full, and where the rule stops among them (``stop``, with the
-    ``items`` per benchmark there and the model's ``stopped`` estimates), with the ``status`` it gives."""
-    sources, g_sets = _refit(state)
-    answers = _answers(state, sources, samples)
-    g_answers = [
-        _on(results, doc_ids, f"{task} G-set")
-        for results, doc_ids, task in zip(answers, state.g_set_doc_ids, state.tasks, strict=True)
-    ]
+    ``items`` per benchmark there and the model's ``stopped`` estimates, suite mean and their half-widths), with the
+    ``status`` it gives."""
     rounds = round_budgets_of(state.item_counts, state.g_size, step.round_size, step.max_budget)
-    probes = new_model_round_probes(sources.values, g_sets, g_answers, rounds, distance=state.distance, seed=state.seed)
+    sources, answers, probes = _probes(state, samples, rounds)
     native = tuple(sources.matrices[0].models[i] for i in probes[0][0].native_sources)
     if step.native_sources not in ((), native):  # () before the first replay
         raise TailoredBenchError("the G-set results differ from those the rounds were planned with")
@@ -695,7 +620,8 @@ def _replay(state: SuiteState, step: SuiteRounds, samples) -> dict:
             seed=state.seed,
         )
         at = int(stopped.at[0])
-        out.update(stopped=stopped, stop=at, items=rounds[at][0])
+        found = (stopped.estimate[:, 0], stopped.mean[0], stopped.half[:, 0], stopped.half_mean[0])
+        out.update(stopped=found, stop=at, items=rounds[at][0])
         if stopped.met[0]:
             out["status"] = "precision reached"
         elif answered == len(rounds):
@@ -703,34 +629,23 @@ def _replay(state: SuiteState, step: SuiteRounds, samples) -> dict:
     return out
 
 
-def _estimates(state: SuiteState, replayed: dict) -> dict:
-    """The estimates where the rule stops: ``benchmarks`` (with each half-width and items) and ``suite_mean``."""
-    stopped = replayed["stopped"]
-    low, high = clipped_interval(
-        np.append(stopped.estimate[:, 0], stopped.mean[0]), np.append(stopped.half[:, 0], stopped.half_mean[0])
-    )
-    each = zip(state.benchmarks, state.tasks, state.metrics, stopped.estimate[:, 0], stopped.half[:, 0], strict=True)
-    return {
-        "benchmarks": [
-            {
-                "benchmark": name,
-                "task": task,
-                "metric": metric,
-                "estimate": float(value),
-                "interval_low": float(low[b]),
-                "interval_high": float(high[b]),
-                "halfwidth": float(half),
-                "items": replayed["items"],
-            }
-            for b, (name, task, metric, value, half) in enumerate(each)
-        ],
-        "suite_mean": {
-            "estimate": float(stopped.mean[0]),
-            "interval_low": float(low[-1]),
-            "interval_high": float(high[-1]),
-            "halfwidth": float(stopped.half_mean[0]),
-        },
-    }
+def _estimates(state: SuiteState, items: int, estimate, mean, half=None, half_mean=None, bounds=None) -> dict:
+    """``benchmarks`` and ``suite_mean``: each estimate with its interval, from the half-widths (which are reported
+    too) or the ``bounds`` (each benchmark's lows and highs, the suite mean's low and high)."""
+    if bounds is None:
+        low, high = clipped_interval(np.append(estimate, mean), np.append(half, half_mean))
+        bounds = (low[:-1], high[:-1], low[-1], high[-1])
+    lows, highs, mean_low, mean_high = bounds
+    each = zip(state.benchmarks, state.tasks, state.metrics, estimate, lows, highs, strict=True)
+    rows = [
+        {"benchmark": name, "task": task, "metric": metric, "estimate": float(value)}
+        | {"interval_low": float(low), "interval_high": float(high)}
+        | ({} if half is None else {"halfwidth": float(half[b])})
+        | {"items": items}
+        for b, (name, task, metric, value, low, high) in enumerate(each)
+    ]
+    whole = {"estimate": float(mean), "interval_low": float(mean_low), "interval_high": float(mean_high)}
+    return {"benchmarks": rows, "suite_mean": whole | ({} if half is None else {"halfwidth": float(half_mean)})}
 
 
 def plan_suite_round(
@@ -762,13 +677,10 @@ def plan_suite_round(
     """
     folder = Path(folder)
     with _locked(folder):
-        state, files = _read(folder, seed)
+        state, files = _read(folder, seed, SuiteState, START)
         _check_files(folder, files, step=not force, start=START)
         precision = check_precision(precision)
-        if of not in PRECISION_OF:
-            raise TailoredBenchError(f"the precision is of {' or '.join(PRECISION_OF)} (interval), got {of!r}")
-        if method not in ROUND_METHODS:
-            raise TailoredBenchError(f"plan a suite in rounds by {' or '.join(ROUND_METHODS)}, not {method!r}")
+        of, method = check_precision_of(of), check_round_method(method)
         round_size = check_integer(round_size, "round size", 1)
         rounds = round_budgets_of(state.item_counts, state.g_size, round_size, max_budget)
         model = _one_model(samples)
@@ -818,7 +730,7 @@ def plan_suite_round(
         if status == "next round":
             out.update(round=answered + 1, file=str(folder / ROUND.format(answered + 1)))
         if answered:
-            out.update(_estimates(state, replayed))
+            out.update(_estimates(state, replayed["items"], *replayed["stopped"]))
         budgets = [r[0] for r in rounds]
         planned_rounds = tuple(sorted({*step.rounds, *budgets[: out["round"]]}))
         step = dataclasses.replace(step, native_sources=replayed["native"], rounds=planned_rounds)

@@ -110,6 +110,51 @@ def _checksum(body: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
+class _State:
+    """What a plan's and a suite plan's ``state.json`` share: the step in place, and the sealed JSON."""
+
+    FORMAT = 0  # each state's own
+    FORMAT_KEY = "state_format"  # unannotated, as every class constant of a state: not a field to check
+
+    def then(self: T, step) -> T:
+        """This plan with ``step`` in place of its own, as this package version writes it."""
+        return dataclasses.replace(self, step=step, tailoredbench_version=__version__)  # type: ignore[type-var]
+
+    def to_json(self, files: typing.Mapping[str, str] | None = None) -> str:
+        """The JSON of ``state.json``; ``files``, the sha256 of each other file of the plan, is sealed in with it."""
+        body = dataclasses.asdict(self)  # type: ignore[call-overload]
+        step = {k: v for k, v in (body.pop("step") or {}).items() if v is not None}
+        body = {
+            self.FORMAT_KEY: self.FORMAT,
+            "tailoredbench_version": body.pop("tailoredbench_version"),
+            **body,
+            **step,
+        }
+        if files is not None:
+            body["files"] = dict(sorted(files.items()))
+        return json.dumps({**body, "checksum": _checksum(body)}, indent=1) + "\n"
+
+
+def _load(text: str):
+    """The JSON value of a state file's ``text``, or a one-line error."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        raise TailoredBenchError("not a JSON state file (truncated or foreign?)") from None
+    return data
+
+
+def _sealed_files(data: dict) -> dict[str, str] | None:
+    """The file hashes a state's JSON records (None if none), refused unless sealed by its checksum."""
+    files = data.get("files")
+    hashes = isinstance(files, dict) and all(
+        PLAN_FILE.fullmatch(k) and isinstance(v, str) and re.fullmatch("[0-9a-f]{64}", v) for k, v in files.items()
+    )
+    _require(files is None or (hashes and G_SET in files), "'files' is not the sha256 of each plan file")
+    _require(data.get("checksum") == _checksum(data), "its contents do not match its checksum (edited or damaged)")
+    return files
+
+
 @dataclass(frozen=True)
 class NSet:
     """Step 2: the N-set that completes one model's probe to a fixed budget."""
@@ -144,7 +189,7 @@ class Rounds:
 
 
 @dataclass(frozen=True)
-class PlanState:
+class PlanState(_State):
     """A plan folder's ``state.json``: step 1's G-set, then (``step``) step 2's N-set or the sequential mode's rounds.
 
     Built only valid. Its JSON is flat, sealed by a sha256 (``checksum``) against edits;
@@ -191,19 +236,6 @@ class PlanState:
             fit = not rule or (rule.budgets, len(rule.q), rule.precision, rule.level) == settings
             _require(fit, "its stopping rule was calibrated for other settings")
 
-    def then(self, step: NSet | Rounds) -> PlanState:
-        """This plan with ``step`` in place of its own, as this package version writes it."""
-        return dataclasses.replace(self, step=step, tailoredbench_version=__version__)
-
-    def to_json(self, files: typing.Mapping[str, str] | None = None) -> str:
-        """The JSON of ``state.json``; ``files``, the sha256 of each other file of the plan, is sealed in with it."""
-        body = dataclasses.asdict(self)
-        step = {k: v for k, v in (body.pop("step") or {}).items() if v is not None}
-        body = {"state_format": self.FORMAT, "tailoredbench_version": body.pop("tailoredbench_version"), **body, **step}
-        if files is not None:
-            body["files"] = dict(sorted(files.items()))
-        return json.dumps({**body, "checksum": _checksum(body)}, indent=1) + "\n"
-
     @classmethod
     def from_json(cls, text: str) -> PlanState:
         """The state of a :meth:`to_json` text, or a one-line error saying what is wrong with it."""
@@ -212,10 +244,7 @@ class PlanState:
     @classmethod
     def parse(cls, text: str) -> tuple[PlanState, dict[str, str] | None]:
         """The state of a :meth:`to_json` text and the file hashes it records (None if it records none)."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            raise TailoredBenchError("not a JSON state file (truncated or foreign?)") from None
+        data = _load(text)
         _require(isinstance(data, dict), f"not a plan state (a JSON {type(data).__name__})")
         _require("suite_state_format" not in data, "a suite's plan, read by tailoredbench.suite_workflow")
         found = data.get("state_format", 1)  # the states before formats were numbered are format 1
@@ -225,13 +254,7 @@ class PlanState:
         fields = {**data, "rule": _build(StoppingRule, rule)} if isinstance(rule, dict) else data
         kind = NSet if "budget" in data else Rounds if "precision" in data else None
         state = _build(cls, {**fields, "step": kind and _build(kind, fields)})
-        files = data.get("files")
-        hashes = isinstance(files, dict) and all(
-            PLAN_FILE.fullmatch(k) and isinstance(v, str) and re.fullmatch("[0-9a-f]{64}", v) for k, v in files.items()
-        )
-        _require(files is None or (hashes and G_SET in files), "'files' is not the sha256 of each plan file")
-        _require(data.get("checksum") == _checksum(data), "its contents do not match its checksum (edited or damaged)")
-        return state, files
+        return state, _sealed_files(data)
 
 
 def check_round_method(method) -> str:
@@ -319,12 +342,6 @@ def _check_files(folder: Path, files: dict[str, str] | None, step: bool = True, 
         raise _interrupted(folder, problem, name == G_SET, start)
 
 
-class _Sealed(typing.Protocol):
-    """A plan's state as :meth:`_Step.commit` writes it: JSON sealed with the sha256 of the plan's other files."""
-
-    def to_json(self, files: typing.Mapping[str, str] | None = None) -> str: ...
-
-
 class _Step:
     """One plan step's files: written beside their targets, then put in place together, ``state.json`` last.
 
@@ -359,7 +376,7 @@ class _Step:
             raise _interrupted(self.folder, f"{name} is missing", name == G_SET, self.start)
         self.files[name] = digest
 
-    def commit(self, state: _Sealed) -> None:
+    def commit(self, state: _State) -> None:
         """Put the files in place, remove the plan's files this step does not keep, and write ``state.json``."""
         self.staged[STATE] = atomic.stage(self.folder / STATE, state.to_json(self.files).encode("utf-8"))
         for name in [n for n in self.staged if n != STATE]:
@@ -479,16 +496,16 @@ def _check_free(out: Path) -> None:
         )
 
 
-def _read(folder: Path, seed: int | None = None) -> tuple[PlanState, dict[str, str] | None]:
-    """The plan's state and the file hashes it records, refusing one of another format or seed."""
+def _read(folder: Path, seed: int | None = None, kind=PlanState, start: str = "--benchmark") -> tuple:
+    """The plan's state (a ``kind``) and the file hashes it records, refusing one of another format or seed."""
     path = folder / STATE
     if not path.is_file():
         found = _plan_files(folder)
         if found:
-            raise _interrupted(folder, f"{', '.join(sorted(found))} without {STATE}", True)
-        raise TailoredBenchError(f"{path}: no plan state; run 'tailoredbench plan --benchmark ...' first")
+            raise _interrupted(folder, f"{', '.join(sorted(found))} without {STATE}", True, start)
+        raise TailoredBenchError(f"{path}: no plan state; run 'tailoredbench plan {start} ...' first")
     try:
-        state, files = PlanState.parse(path.read_text(errors="replace"))
+        state, files = kind.parse(path.read_text(errors="replace"))
     except TailoredBenchError as error:
         raise TailoredBenchError(f"{path}: {error}; plan again") from None
     if seed is not None and seed != state.seed:
@@ -530,13 +547,18 @@ def _one_model(samples) -> str:
     return next(iter(models))
 
 
+def _merge(merged: dict[int, float], path, metric: str, task: str, what: str = "") -> None:
+    """Add a samples file's results to ``merged``, refusing a doc_id (``what``: of which task) it contradicts."""
+    for doc_id, value in read_samples(path, metric, task).items():
+        if merged.get(doc_id, value) != value:
+            raise TailoredBenchError(f"{path}: doc_id {doc_id}{what} has conflicting results across files")
+        merged[doc_id] = value
+
+
 def _results(state: PlanState, samples, item_ids) -> dict[int, float]:
     merged: dict[int, float] = {}
     for path in samples:
-        for doc_id, value in read_samples(path, state.metric, state.task).items():
-            if doc_id in merged and merged[doc_id] != value:
-                raise TailoredBenchError(f"{path}: doc_id {doc_id} has conflicting results across files")
-            merged[doc_id] = value
+        _merge(merged, path, state.metric, state.task)
     outside = sorted(set(merged) - set(item_ids))
     if outside:
         raise TailoredBenchError(f"doc_id {outside[0]} is not an item of {state.benchmark}")
