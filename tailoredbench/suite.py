@@ -217,7 +217,7 @@ def _interval_folds(setup: _Setup, seed: int) -> list:
 
 
 def stacking_weights(setup: _Setup, mode: str, seed: int) -> np.ndarray:
-    """TailoredBench+'s weights over :data:`~tailoredbench.stacking.COMPONENTS` per benchmark, fitted on
+    """TailoredBench+'s weights over :data:`~tailoredbench.tailored.COMPONENTS` per benchmark, fitted on
     source models only (the per-benchmark method's folds, run keys and simplex grid)."""
     done = _on_folds(setup, _stack_folds(setup, seed), mode, seed, rng.STACK_RUN)
     truth = np.hstack([t for t, _ in done])
