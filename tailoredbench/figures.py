@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.colors import to_hex, to_rgb
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, MaxNLocator, NullLocator
 
 from . import rng
@@ -153,10 +155,8 @@ def method_colour(name: str) -> str:
     method = method_of(name)
     if method in ROLES:
         return NEUTRAL
-    if "[" in method:
-        base, variant = method[:-1].split("[", 1)
-        return VARIANT_COLOURS.get(variant, METHOD_COLOURS[base]) if base == "tailored_plus" else METHOD_COLOURS[base]
-    return METHOD_COLOURS[method]
+    base, _, variant = method.rstrip("]").partition("[")
+    return VARIANT_COLOURS.get(variant, METHOD_COLOURS[base]) if base == "tailored_plus" else METHOD_COLOURS[base]
 
 
 def method_edge(name: str) -> str:
@@ -236,6 +236,7 @@ def _lines(
         if len(line) or not skip_empty:
             style = {"marker": method_marker(method), "ms": ms, "capsize": capsize, "color": method_colour(method)}
             ax.errorbar(line["budget"], line[metric], yerr=line.get(f"{metric}_se"), label=label, **style)
+    ax.set_xticks(sorted(table["budget"].unique()))
 
 
 def _tight(fig, path, dpi: int = 110):
@@ -272,20 +273,17 @@ def _first_handles(axes) -> tuple[list, list]:
     return list(found.values()), list(found)
 
 
-def _row(ncols: int, height: float, width: float = WIDTH, **kwargs):
-    """A row of ``ncols`` panels, ``width`` inches in all."""
+def _row(ncols: int, height: float, width: float = WIDTH, nrows: int = 1, **kwargs):
+    """``nrows`` rows of ``ncols`` panels, ``width`` by ``height`` inches in all."""
     plt, _ = plotting()
-    return plt.subplots(1, ncols, figsize=(width, height), layout="constrained", **kwargs)
+    return plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", **kwargs)
 
 
 def _grid(n: int, ncols: int, panel_height: float, **kwargs):
     """``n`` panels in rows of ``ncols`` at notebook width; the last row's empty panels are returned apart."""
-    plt, _ = plotting()
     ncols = min(ncols, n)
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(WIDTH, panel_height * nrows + 0.8), squeeze=False, layout="constrained", **kwargs
-    )
+    fig, axes = _row(ncols, panel_height * nrows + 0.8, nrows=nrows, squeeze=False, **kwargs)
     flat = list(axes.ravel())
     return fig, flat[:n], flat[n:]
 
@@ -296,7 +294,6 @@ def plot_budget_curves(summary: pd.DataFrame, path: str | Path, title: str = "")
     panels = (("mae", "MAE (lower is better)"), ("kendall_tau", "Kendall's tau (higher is better)"))
     for ax, (metric, label) in zip(axes, panels, strict=True):
         _lines(ax, summary, metric, {m: m for m in method_order(summary["method"])}, 5, 3)
-        ax.set_xticks(sorted(summary["budget"].unique()))
         ax.set_xlabel("budget (items answered per target)")
         ax.set_ylabel(label)
     _legend_below(fig, axes[0].get_legend_handles_labels(), ncol=5)
@@ -334,19 +331,15 @@ def plot_main_figure(table: pd.DataFrame, path: str | Path, title: str = ""):
     Every panel has its own y-axis: one method far off on one benchmark (POPE's AnchorPoints)
     would otherwise flatten every other line of its row.
     """
-    plt, _ = plotting()
     benchmarks = list(dict.fromkeys(table["benchmark"]))
     methods = {m: m for m in method_order(table["method"])}
     metrics = (("mae", "MAE", "lower is better"), ("kendall_tau", "Kendall's tau", "higher is better"))
-    fig, axes = plt.subplots(
-        len(benchmarks), 2, figsize=(WIDTH, 2.4 * len(benchmarks) + 1.0), squeeze=False, layout="constrained"
-    )
+    fig, axes = _row(2, 2.4 * len(benchmarks) + 1.0, nrows=len(benchmarks), squeeze=False)
     for row, name in enumerate(benchmarks):
         part = table[table["benchmark"] == name]
         for col, (metric, label, better) in enumerate(metrics):
             ax = axes[row, col]
             _lines(ax, part, metric, methods)
-            ax.set_xticks(sorted(part["budget"].unique()))
             ax.set_title(f"{name}: {label} ({better})", fontsize=11)
             ax.set_ylabel(f"{label} (± s.e.)")
             ax.set_xlabel("budget (items per target)" if row == len(benchmarks) - 1 else "")
@@ -443,7 +436,6 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, cover
     for ax, name in zip(panels, benchmarks, strict=True):
         part = data[data["benchmark"] == name]
         _lines(ax, part, "mae", {m: methods[m] for m in order}, skip_empty=True)
-        ax.set_xticks(sorted(part["budget"].unique()))
         ax.set_title(name, fontsize=11)
         ax.set(xlabel="budget (items)", ylabel="MAE (± s.e.)")
     bars = fig.add_subplot(grid[nrows, :])
@@ -547,7 +539,7 @@ def plot_family_heatmap(frame: pd.DataFrame, path, title: str = "", min_targets:
     colour_bar = {"label": "% of the row's native sources"}
     sns.heatmap(grid * 100, ax=ax, annot_kws={"fontsize": 9}, cbar_kws=colour_bar, **cells)
     for k in range(len(families)):  # the diagonal: a family picked by its own
-        ax.add_patch(plt.Rectangle((k, k), 1, 1, fill=False, edgecolor="black", lw=1.8))
+        ax.add_patch(Rectangle((k, k), 1, 1, fill=False, edgecolor="black", lw=1.8))
     ax.axhline(rows - 1, color="black", lw=1.5)  # chance, below: not a target family
     ax.axvline(cols - 1, color="black", lw=1.5)
     ax.set(xlabel="family of the native sources", ylabel="family of the target")
@@ -590,7 +582,6 @@ def plot_precision(table: pd.DataFrame, path: str | Path):
     budget that brings 90% of the targets to that precision (dashed); a hollow marker where fewer than 90%
     of the targets reach the precision by the maximum. Each method's points sit a little apart from the
     others' at the same precision, so that none hides another."""
-    plt, _ = plotting()
     names = list(dict.fromkeys(table["benchmark"]))
     methods = method_order(table["method"])
     precisions = sorted(table["precision"].unique())
@@ -625,14 +616,13 @@ def plot_precision(table: pd.DataFrame, path: str | Path):
         ax.set_xlim(max(precisions) + 0.005, min(precisions) - 0.005)  # tighter precision to the right: more items
         ax.set(xlabel="requested precision (±)", ylabel="items asked per target")
         ax.yaxis.set_tick_params(labelleft=True)
-    line = plt.Line2D
-    handles = [line([], [], color=method_colour(m), lw=3, path_effects=_cased(m, 3)) for m in methods]
+    handles = [Line2D([], [], color=method_colour(m), lw=3, path_effects=_cased(m, 3)) for m in methods]
     keys = {
-        "sequential mode: mean items asked": line([], [], color="black", marker="o", ms=5),
-        "fixed budget: 90% of targets there": line([], [], color="black", ls="--", marker="s", ms=4),
-        "maximum budget": line([], [], color=NEUTRAL, ls="-.", lw=1),
-        "hollow: < 90% of targets reach it": line([], [], ls="none", marker="o", mfc="white", mec="black", ms=9),
-        "cross: no fixed budget up to the maximum": line([], [], ls="none", marker="X", color="black", ms=7),
+        "sequential mode: mean items asked": Line2D([], [], color="black", marker="o", ms=5),
+        "fixed budget: 90% of targets there": Line2D([], [], color="black", ls="--", marker="s", ms=4),
+        "maximum budget": Line2D([], [], color=NEUTRAL, ls="-.", lw=1),
+        "hollow: < 90% of targets reach it": Line2D([], [], ls="none", marker="o", mfc="white", mec="black", ms=9),
+        "cross: no fixed budget up to the maximum": Line2D([], [], ls="none", marker="X", color="black", ms=7),
     }
     _legend_spare(fig, spare, ([*handles, *keys.values()], [*methods, *keys]))
     return _save(fig, path)
@@ -719,7 +709,6 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3
     answer pattern (area: its items); the ``groups`` largest clusters in colour, each medoid ringed in its
     cluster's colour, the rest grey; stars the G-set, diamonds the rest of the N-set.
     """
-    plt, _ = plotting()
     fig, axes = _row(2, 4.6)
     xy = item_map(np.asarray(embedded_by, dtype=float))
     labels = np.asarray(labels)
@@ -749,7 +738,7 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3
         ax.set(xlabel="item PC 1", ylabel="item PC 2")
     axes[1].set(xlim=(low[0], high[0]), ylim=(low[1], high[1]))
     axes[1].set_title("where the coloured clusters lie, enlarged", fontsize=10)
-    box = plt.Rectangle(low, *(high - low), fill=False, ls="--", lw=1, edgecolor="black")
+    box = Rectangle(low, *(high - low), fill=False, ls="--", lw=1, edgecolor="black")
     axes[0].add_patch(box)
     axes[0].set_title(f"{title}: all {len(labels)} items" if title else f"all {len(labels)} items", fontsize=10)
     handles, names = axes[0].get_legend_handles_labels()
@@ -807,7 +796,6 @@ def plot_suite_gains(gains: Mapping[str, pd.DataFrame], path: str | Path, titles
     line's length is the ratio whatever the benchmark's error; a ratio within two standard errors across targets
     of 1 (a tie) is printed in grey italics.
     """
-    plt, _ = plotting()
     names = list(gains)
     groups = {s: list(dict.fromkeys(gains[s]["benchmark"])) for s in names}
     ratios = [len(groups[s]) + 0.6 for s in names]
@@ -850,13 +838,12 @@ def plot_suite_gains(gains: Mapping[str, pd.DataFrame], path: str | Path, titles
         ax.tick_params(axis="y", labelsize=9)
         ax.set_title((titles or {}).get(suite, suite), fontsize=11)
     axes[0][0].set_ylabel("MAE on the targets (log scale, ± s.e. over runs)")
-    line = plt.Line2D
     handles = [
-        line([], [], color=method_colour(m), marker=method_marker(m), mec=method_edge(m), lw=1.6) for m in methods
+        Line2D([], [], color=method_colour(m), marker=method_marker(m), mec=method_edge(m), lw=1.6) for m in methods
     ]
     keys = {
-        "hollow: independent": line([], [], ls="none", marker="o", mfc="white", mec="black", ms=6.5),
-        "filled: joint": line([], [], ls="none", marker="o", color="black", ms=6.5),
+        "hollow: independent": Line2D([], [], ls="none", marker="o", mfc="white", mec="black", ms=6.5),
+        "filled: joint": Line2D([], [], ls="none", marker="o", color="black", ms=6.5),
     }
     _legend_below(fig, ([*handles, *keys.values()], [*methods, *keys]), ncol=len(methods) + len(keys))
     return _save(fig, path)
