@@ -454,10 +454,8 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, cover
         for k, method in enumerate(present):
             error = errors.get((name, method), np.nan)
             at, yerr = x + (k - (len(present) - 1) / 2) * width, None if np.isnan(error) else error
-            colour = method_colour(method)
-            bars.bar(
-                at, means[name, method], width=width * 0.92, yerr=yerr, capsize=3, color=colour, label=methods[method]
-            )
+            style = {"width": width * 0.92, "capsize": 3, "color": method_colour(method), "label": methods[method]}
+            bars.bar(at, means[name, method], yerr=yerr, **style)
     bars.set_xticks(range(len(benchmarks)), benchmarks)
     low = float(np.nanmin(means.to_numpy() - errors.fillna(0).to_numpy()))
     bars.set_ylim(min(0.7, np.floor(low * 20) / 20 - 0.05), 1.01)
@@ -597,20 +595,15 @@ def plot_precision(table: pd.DataFrame, path: str | Path):
             c, edge = method_colour(method), method_edge(method)
             below = 0.1 * (edge != c)  # a light method's outlined line, wider, goes under the others'
             short = rows["precision_met"].to_numpy() < 0.9
-            solid = {"marker": "o", "ms": 5, "mec": edge, "capsize": 2.5, "path_effects": _cased(method, 1.5)}
-            ax.errorbar(
-                x, rows["items_mean"], yerr=rows.get("items_se"), color=c, ecolor=edge, zorder=2 - below, **solid
-            )
+            line = {"color": c, "mec": edge, "path_effects": _cased(method, 1.5), "zorder": 2 - below}
+            ax.errorbar(x, rows["items_mean"], rows.get("items_se"), ecolor=edge, marker="o", ms=5, capsize=2.5, **line)
             mean = rows["items_mean"].to_numpy()
-            hollow = {"s": 80, "facecolors": "white", "edgecolors": edge, "linewidths": 1.2, "zorder": 3 - below}
-            ax.scatter(x[short], mean[short], **hollow)
-            dashed = {"ls": "--", "marker": "s", "ms": 4, "mec": edge, "zorder": 2 - below}
-            ax.plot(x, rows["fixed_budget"], color=c, path_effects=_cased(method, 1.5), **dashed)
+            ringed = {"edgecolors": edge, "zorder": 3 - below}
+            ax.scatter(x[short], mean[short], s=80, facecolors="white", linewidths=1.2, **ringed)
+            ax.plot(x, rows["fixed_budget"], ls="--", marker="s", ms=4, **line)
             # a cross on the maximum: no fixed budget up to it brings 90% of the targets to the precision
             none = rows["fixed_budget"].isna().to_numpy()
-            ax.scatter(
-                x[none], np.full(none.sum(), top), marker="X", s=45, facecolors=c, edgecolors=edge, zorder=3 - below
-            )
+            ax.scatter(x[none], np.full(none.sum(), top), marker="X", s=45, facecolors=c, **ringed)
         ax.set_title(name, fontsize=11)
         ax.set_xticks(precisions, [f"{p:.2f}" for p in precisions], fontsize=9)
         ax.set_xlim(max(precisions) + 0.005, min(precisions) - 0.005)  # tighter precision to the right: more items
@@ -769,9 +762,9 @@ def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None,
         left.axvline(strongest_source, color="black", ls="--", lw=1, label="strongest source model")
     if worked is not None:
         row = table[table["target"] == worked].iloc[0]
-        left.scatter([row["truth"]], [row["estimate"] - row["truth"]], s=120, facecolors="none", edgecolors="black")
-        arrow = {"arrowstyle": "-", "color": "black", "lw": 0.8}
         at = (row["truth"], row["estimate"] - row["truth"])
+        left.scatter([at[0]], [at[1]], s=120, facecolors="none", edgecolors="black")
+        arrow = {"arrowstyle": "-", "color": "black", "lw": 0.8}
         left.annotate("worked target", at, xytext=(12, -38), textcoords="offset points", fontsize=8, arrowprops=arrow)
     left.set(xlabel="target's true accuracy", ylabel="error: estimate - truth")
     left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2, fontsize="small", frameon=False)
@@ -821,12 +814,10 @@ def plot_suite_gains(gains: Mapping[str, pd.DataFrame], path: str | Path, titles
                 below = min(row.joint - row.joint_se, row.independent - row.independent_se)
                 shown = {"color": NEUTRAL if tie else edge, "style": "italic" if tie else "normal"}
                 ax.annotate(f"{row.ratio:.2f}", (at, below), fontsize=9, **ratio, **shown)
-        ax.set_yscale("log")
-        low = min((table[m] - table[f"{m}_se"]).min() for m in ("joint", "independent"))
-        high = max((table[m] + table[f"{m}_se"]).max() for m in ("joint", "independent"))
-        ax.set_ylim(low / 1.5, high * 1.08)
-        ticks = [t for t in SUITE_TICKS if low / 1.5 <= t <= high * 1.08]
-        ax.yaxis.set_major_locator(FixedLocator(ticks))
+        low = min((table[m] - table[f"{m}_se"]).min() for m in ("joint", "independent")) / 1.5
+        high = max((table[m] + table[f"{m}_se"]).max() for m in ("joint", "independent")) * 1.08
+        ax.set(yscale="log", ylim=(low, high))
+        ax.yaxis.set_major_locator(FixedLocator([t for t in SUITE_TICKS if low <= t <= high]))
         ax.yaxis.set_minor_locator(NullLocator())
         ax.set_xticks(range(len(groups[suite])), groups[suite], fontsize=9, rotation=20)
         ax.set_xlabel("benchmark", fontsize=10)
