@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import to_hex, to_rgb
 from matplotlib.lines import Line2D
-from matplotlib.patches import Rectangle
+from matplotlib.patches import FancyBboxPatch, Rectangle
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, MaxNLocator, NullLocator
 
 from . import rng
@@ -649,16 +649,13 @@ WALKTHROUGH_COLOURS = {"calibrated estimate": METHOD_COLOURS["tailoredbench"], "
 def plot_pipeline(path=None):
     """The four steps as boxes: what each reads from the sources and from the target, and what it passes on."""
     plt, _ = plotting()
-    from matplotlib.patches import FancyBboxPatch
-
     fig, ax = plt.subplots(figsize=(10, 4.4))
     ax.set(xlim=(0, 10), ylim=(0, 4.4))
     ax.axis("off")
+    rounded = {"boxstyle": "round,pad=0.05", "ec": "dimgrey", "lw": 1, "mutation_scale": 1}
 
     def box(x, y, w, h, text, colour):
-        ax.add_patch(
-            FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.05", fc=colour, ec="dimgrey", lw=1, mutation_scale=1)
-        )
+        ax.add_patch(FancyBboxPatch((x, y), w, h, fc=colour, **rounded))
         ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=9, wrap=True)
 
     def arrow(start, end, text=""):
