@@ -740,14 +740,13 @@ def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None,
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.0), gridspec_kw={"width_ratios": [2.2, 1]})
     columns = {"estimate": "calibrated estimate", "probe_mean": "plain mean of the probe"}
     left.axhline(0.0, color="grey", lw=1)
-    for column, label in columns.items():
-        error = table[column] - table["truth"]
+    errors = {label: table[column] - table["truth"] for column, label in columns.items()}
+    for label, error in errors.items():
         left.scatter(table["truth"], error, s=18, color=WALKTHROUGH_COLOURS[label], alpha=0.8, label=label)
-    if "n_native" in table:
-        alone = table[table["n_native"] == 1]
-        if len(alone):
-            error = alone["estimate"] - alone["truth"]
-            left.scatter(alone["truth"], error, marker="x", s=50, c="black", label="one native source")
+    alone = table[table["n_native"] == 1] if "n_native" in table else table.iloc[:0]
+    if len(alone):
+        error = alone["estimate"] - alone["truth"]
+        left.scatter(alone["truth"], error, marker="x", s=50, c="black", label="one native source")
     if strongest_source is not None:
         left.axvline(strongest_source, color="black", ls="--", lw=1, label="strongest source model")
     if worked is not None:
@@ -758,9 +757,8 @@ def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None,
         left.annotate("worked target", at, xytext=(12, -38), textcoords="offset points", fontsize=8, arrowprops=arrow)
     left.set(xlabel="target's true accuracy", ylabel="error: estimate - truth")
     left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2, fontsize="small", frameon=False)
-    errors = {label: (table[column] - table["truth"]).abs() for column, label in columns.items()}
-    means = [float(e.mean()) for e in errors.values()]
-    ses = [float(e.std(ddof=1) / np.sqrt(len(e))) for e in errors.values()]
+    means = [float(e.abs().mean()) for e in errors.values()]
+    ses = [float(e.abs().std(ddof=1) / np.sqrt(len(e))) for e in errors.values()]
     right.bar(range(2), means, yerr=ses, capsize=4, color=[WALKTHROUGH_COLOURS[label] for label in errors])
     right.set_xticks(range(2), ["calibrated\nestimate", "plain mean\nof the probe"])
     right.set_ylabel("MAE over the targets (± se)")
