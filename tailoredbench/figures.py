@@ -23,6 +23,7 @@ from .datasets.families import model_family
 from .errors import TailoredBenchError
 from .kmedoids import standardize
 from .tailored import DEFAULT_VARIANT, VARIANTS, g_set_distances
+from .walkthrough import ESTIMATES
 
 #: Okabe and Ito's palette (*Color Universal Design*, 2008): told apart with every common colour-vision deficiency.
 OKABE_ITO = {
@@ -460,9 +461,8 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, cover
     shown = "mean over budgets ± s.e. across targets" if errors.notna().any() else "mean over budgets"
     bars.set(xlabel="benchmark", ylabel=f"interval coverage\n({shown})")
     bars.set_title("Share of true accuracies inside their 90% interval", fontsize=11)
-    handles, labels = _first_handles([*panels, bars])
     spare = [fig.add_subplot(grid[nrows - 1, i]) for i in range(len(benchmarks) - (nrows - 1) * ncols, ncols)]
-    _legend_spare(fig, spare, (handles, labels))
+    _legend_spare(fig, spare, _first_handles([*panels, bars]))
     return _save(fig, path)
 
 
@@ -738,9 +738,8 @@ def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None,
     Right: each one's mean absolute error over the targets, ± one standard error."""
     plt, _ = plotting()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.0), gridspec_kw={"width_ratios": [2.2, 1]})
-    columns = {"estimate": "calibrated estimate", "probe_mean": "plain mean of the probe"}
     left.axhline(0.0, color="grey", lw=1)
-    errors = {label: table[column] - table["truth"] for column, label in columns.items()}
+    errors = {label: table[column] - table["truth"] for column, label in ESTIMATES.items()}
     for label, error in errors.items():
         left.scatter(table["truth"], error, s=18, color=WALKTHROUGH_COLOURS[label], alpha=0.8, label=label)
     alone = table[table["n_native"] == 1] if "n_native" in table else table.iloc[:0]
