@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib import patheffects
 from matplotlib.colors import to_hex, to_rgb
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Rectangle
@@ -175,8 +176,6 @@ def method_edge(name: str) -> str:
 
 def _cased(name: str, width: float) -> list:
     """Path effects that outline a light method's line of ``width`` in its edge colour, so that it reads on white."""
-    from matplotlib import patheffects
-
     edge = method_edge(name)
     if edge == method_colour(name):
         return []
@@ -695,7 +694,8 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3
     fig, axes = _row(2, 4.6)
     xy = item_map(np.asarray(embedded_by, dtype=float))
     labels = np.asarray(labels)
-    medoids = np.concatenate([np.asarray(g_items, dtype=int), np.asarray(n_items, dtype=int)])
+    g_items, n_items = np.asarray(g_items, dtype=int), np.asarray(n_items, dtype=int)
+    medoids = np.concatenate([g_items, n_items])
     sizes = np.bincount(labels, minlength=len(medoids))
     shown = np.argsort(-sizes, kind="stable")[: min(groups, len(GROUP_COLOURS))]
     # items with one answer pattern share a point: draw each point once, its area the items on it
@@ -714,10 +714,9 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3
             ax.scatter(*points[mine].T, s=area[mine], color=colour, alpha=0.75, label=label)
             ring = {"s": 260 * scale, "facecolors": "none", "edgecolors": colour, "lw": 2, "zorder": 4}
             ax.scatter(*xy[medoids[cluster]], **ring)
-        ax.scatter(*xy[np.asarray(g_items, dtype=int)].T, marker="*", s=110 * scale, c="black", label="G-set item")
+        ax.scatter(*xy[g_items].T, marker="*", s=110 * scale, c="black", label="G-set item")
         if len(n_items):
-            n_xy = xy[np.asarray(n_items, dtype=int)].T
-            ax.scatter(*n_xy, marker="D", s=28 * scale, c="white", edgecolors="black", label="N-set item")
+            ax.scatter(*xy[n_items].T, marker="D", s=28 * scale, c="white", edgecolors="black", label="N-set item")
         ax.set(xlabel="item PC 1", ylabel="item PC 2")
     axes[1].set(xlim=(low[0], high[0]), ylim=(low[1], high[1]))
     axes[1].set_title("where the coloured clusters lie, enlarged", fontsize=10)
