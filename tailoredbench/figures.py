@@ -333,8 +333,7 @@ def plot_main_figure(table: pd.DataFrame, path: str | Path, title: str = ""):
     methods = {m: m for m in method_order(table["method"])}
     metrics = (("mae", "MAE", "lower is better"), ("kendall_tau", "Kendall's tau", "higher is better"))
     fig, axes = _row(2, 2.4 * len(benchmarks) + 1.0, nrows=len(benchmarks), squeeze=False)
-    for row, name in enumerate(benchmarks):
-        part = table[table["benchmark"] == name]
+    for row, (name, part) in enumerate(table.groupby("benchmark", sort=False)):
         for col, (metric, label, better) in enumerate(metrics):
             ax = axes[row, col]
             _lines(ax, part, metric, methods)
@@ -430,8 +429,7 @@ def plot_beyond(summary: pd.DataFrame, path: str | Path, methods: dict, *, cover
     fig = plt.figure(figsize=(WIDTH, 2.9 * nrows + 3.6), layout="constrained")
     grid = fig.add_gridspec(nrows + 1, ncols, height_ratios=[1.0] * nrows + [1.25])
     panels = [fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(len(benchmarks))]
-    for ax, name in zip(panels, benchmarks, strict=True):
-        part = data[data["benchmark"] == name]
+    for ax, (name, part) in zip(panels, data.groupby("benchmark", sort=False), strict=True):
         _lines(ax, part, "mae", {m: methods[m] for m in order}, skip_empty=True)
         ax.set_title(name, fontsize=11)
         ax.set(xlabel="budget (items)", ylabel="MAE (± s.e.)")
@@ -577,11 +575,11 @@ def plot_precision(table: pd.DataFrame, path: str | Path):
     precisions = sorted(table["precision"].unique())
     step = min(np.diff(precisions), default=0.01) / 5  # the methods' offsets within a precision
     fig, axes, spare = _grid(len(names), 3, 3.3, sharey=True)
-    for ax, name in zip(axes, names, strict=True):
-        top = table.loc[table["benchmark"] == name, "max_budget"].iloc[0]
+    for ax, (name, part) in zip(axes, table.groupby("benchmark", sort=False), strict=True):
+        top = part["max_budget"].iloc[0]
         ax.axhline(top, color=NEUTRAL, lw=1, ls="-.")
         for k, method in enumerate(methods):
-            rows = table[(table["benchmark"] == name) & (table["method"] == method)].sort_values("precision")
+            rows = part[part["method"] == method].sort_values("precision")
             # the axis runs from loose to tight precision: subtracting sets the methods left to right in their order
             x = rows["precision"].to_numpy() - (k - (len(methods) - 1) / 2) * step
             c, edge = method_colour(method), method_edge(method)
