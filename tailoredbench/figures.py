@@ -787,13 +787,12 @@ def plot_suite_gains(gains: Mapping[str, pd.DataFrame], path: str | Path, titles
             rows = table[table["method"] == method].set_index("benchmark").reindex(groups[suite])
             x = np.arange(len(rows)) + (k - (len(order) - 1) / 2) * step
             colour, edge, marker = method_colour(method), method_edge(method), method_marker(method)
-            for at, row in zip(x, rows.itertuples(), strict=True):
-                ax.plot([at, at], [row.independent, row.joint], color=colour, lw=1.6, zorder=1)
             style = {"ls": "none", "marker": marker, "ms": 6.5, "capsize": 2, "ecolor": edge, "mec": edge}
             ax.errorbar(x, rows["independent"], yerr=rows["independent_se"], mfc="white", zorder=2, **style)
             ax.errorbar(x, rows["joint"], yerr=rows["joint_se"], mfc=colour, zorder=3, **style)
             ratio = {"xytext": (0, -9), "textcoords": "offset points", "ha": "center", "va": "top", "rotation": 90}
-            for at, row in zip(x, rows.itertuples(), strict=True):
+            for at, row in zip(x, rows.itertuples(), strict=True):  # the joining lines sit under the markers
+                ax.plot([at, at], [row.independent, row.joint], color=colour, lw=1.6, zorder=1)
                 tie = row.verdict != "gain"
                 below = min(row.joint - row.joint_se, row.independent - row.independent_se)
                 shown = {"color": NEUTRAL if tie else edge, "style": "italic" if tie else "normal"}
