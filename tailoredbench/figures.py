@@ -144,6 +144,12 @@ def method_of(name: str) -> str:
     raise TailoredBenchError(f"no colour for method {name!r}: add it to figures.METHOD_COLOURS or METHOD_LABELS")
 
 
+def _parts(name: str) -> tuple[str, str]:
+    """A name's method and variant (``""`` if none); the faithful variant counts as TailoredBench's."""
+    base, _, variant = method_of(name).rstrip("]").partition("[")
+    return ("tailoredbench", variant) if (base, variant) == ("tailored_plus", "calibrated") else (base, variant)
+
+
 def method_colour(name: str) -> str:
     """A method's colour in every figure, from its name, its variant's name or a table's label for it.
 
@@ -154,10 +160,9 @@ def method_colour(name: str) -> str:
     >>> method_colour("best baseline") == NEUTRAL
     True
     """
-    method = method_of(name)
-    if method in ROLES:
+    if method_of(name) in ROLES:
         return NEUTRAL
-    base, _, variant = method.rstrip("]").partition("[")
+    base, variant = _parts(name)
     return VARIANT_COLOURS.get(variant, METHOD_COLOURS[base]) if base == "tailored_plus" else METHOD_COLOURS[base]
 
 
@@ -190,20 +195,14 @@ def benchmark_colours(names: Iterable[str]) -> dict[str, str]:
 
 def method_marker(name: str) -> str:
     """A method's marker, the cue beside its colour (a variant shares its method's)."""
-    method = method_of(name)
-    if method == "tailored_plus[calibrated]":
-        return METHOD_MARKERS["tailoredbench"]
-    return METHOD_MARKERS.get(method.split("[", 1)[0], "o")
+    return METHOD_MARKERS.get(_parts(name)[0], "o")
 
 
 def method_order(names: Iterable[str]) -> list[str]:
     """Names in the reports' order of methods (:data:`METHOD_COLOURS`), variants after their method."""
 
     def rank(name: str) -> tuple[int, int, str]:
-        method = method_of(name)
-        if method == "tailored_plus[calibrated]":  # the faithful estimate: TailoredBench's place
-            method = "tailoredbench[calibrated]"
-        base, _, variant = method.rstrip("]").partition("[")
+        base, variant = _parts(name)
         order = list(METHOD_COLOURS)
         where = order.index(base) if base in order else len(order)
         return where, list(VARIANT_COLOURS).index(variant) + 1 if variant in VARIANT_COLOURS else 0, name
@@ -229,8 +228,9 @@ def _save(fig, path):
 def _lines(
     ax, table: pd.DataFrame, metric: str, labels: Mapping, ms: int = 4, capsize: int = 2, skip_empty: bool = False
 ) -> None:
-    """Each method's ``metric`` against budget, ± one standard error, in its colour and marker; ``labels`` maps
-    the methods, in order, to their labels (an empty line still makes a legend entry unless ``skip_empty``)."""
+    """Each method's ``metric`` against budget, ticked at the budgets, ± one standard error, in its colour and
+    marker; ``labels`` maps the methods, in order, to their labels (an empty line still makes a legend entry
+    unless ``skip_empty``)."""
     for method, label in labels.items():
         line = table[table["method"] == method].sort_values("budget")
         if len(line) or not skip_empty:
