@@ -482,9 +482,8 @@ def plot_arms(table: pd.DataFrame, path, x: str = "arm", title: str = "", hue: s
         if hue == "benchmark" and len(groups) > 1:
             per = data.groupby([x, hue], sort=False)[[metric, f"{metric}_se"]].mean()
             mean = per[metric].groupby(level=0, sort=False).mean().reindex(order)
-            se = (per[f"{metric}_se"] ** 2).groupby(level=0, sort=False).mean().pow(0.5).reindex(order) / np.sqrt(
-                len(groups)
-            )
+            rms = (per[f"{metric}_se"] ** 2).groupby(level=0, sort=False).mean().pow(0.5).reindex(order)
+            se = rms / np.sqrt(len(groups))
             ax.errorbar(at, mean.values, yerr=se.values, color="black", lw=2.5, marker="o", capsize=3, label="mean")
         ax.set_xticks(at, order)
         ax.set(ylabel=label, xlabel=xlabel or x)
