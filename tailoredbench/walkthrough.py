@@ -87,14 +87,9 @@ def distances_to_sources(
     pairs of models) and ``native`` (kept by :func:`~tailoredbench.tailored.native_sources`).
     """
     to_sources, threshold = g_set_distances(g_source, np.atleast_2d(g_target), distance=distance)
-    table = pd.DataFrame(
-        {
-            "distance": to_sources[0],
-            "within threshold": to_sources[0] <= threshold,
-            "native": np.isin(np.arange(len(names)), np.asarray(native)),
-        },
-        index=pd.Index(list(names), name="source"),
-    )
+    kept = np.isin(np.arange(len(names)), np.asarray(native))
+    columns = {"distance": to_sources[0], "within threshold": to_sources[0] <= threshold, "native": kept}
+    table = pd.DataFrame(columns, index=pd.Index(list(names), name="source"))
     return table.sort_values("distance", kind="stable"), threshold
 
 
