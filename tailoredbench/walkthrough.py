@@ -105,17 +105,9 @@ def estimate_by_item(native_mean: np.ndarray, probe: Probe, results: np.ndarray,
     m_c = m[probe.items][c]
     factor = (y[c] + 0.5) / (m_c + 0.5)
     names = np.asarray(items)
-    return pd.DataFrame(
-        {
-            "c(i)": names[probe.items][c],
-            "m_i": m,
-            "m_c": m_c,
-            "y_c": y[c].astype(int),
-            "factor": factor,
-            "item estimate": np.minimum(1.0, (m + 0.5) * factor - 0.5),
-        },
-        index=pd.Index(names, name="item i"),
-    )
+    columns = {"c(i)": names[probe.items][c], "m_i": m, "m_c": m_c, "y_c": y[c].astype(int), "factor": factor}
+    columns["item estimate"] = np.minimum(1.0, (m + 0.5) * factor - 0.5)
+    return pd.DataFrame(columns, index=pd.Index(names, name="item i"))
 
 
 def median_target(truth: np.ndarray) -> int:
