@@ -128,19 +128,24 @@ def _exact_where_all_asked(out: dict[str, dict], targets, budgets) -> dict[str, 
 
 
 def _tailored(setup: _Setup, targets, key, *, joint: bool):
-    """TailoredBench's probes of every target on every benchmark: calibrated estimates, unlikeness and
-    TailoredBench+'s single estimates (benchmarks x targets x COMPONENTS)."""
+    """TailoredBench's calibrated estimates, unlikeness and TailoredBench+'s components at the setup's budgets."""
+    return tuple(found[0] for found in _tailored_rounds(setup, targets, key, joint, (setup.budgets,)))
+
+
+def _tailored_rounds(setup: _Setup, targets, key, joint: bool, rounds):
+    """Every target's probes after each round: calibrated estimates and unlikeness (rounds x benchmarks x
+    targets) and TailoredBench+'s components (rounds x benchmarks x targets x COMPONENTS)."""
     sources = setup.sources
-    n_bench, n_targets = len(sources), targets[0].shape[0]
+    n_rounds, n_bench, n_targets = len(rounds), len(sources), targets[0].shape[0]
     g_sets = _g_sets(setup, key)
     native = _native(setup, g_sets, [t[:, g] for t, g in zip(targets, g_sets, strict=True)], joint)
     accuracy = [s.mean(axis=1) for s in sources]
-    calibrated, unlike = np.empty((n_bench, n_targets)), np.empty((n_bench, n_targets))
-    parts = np.full((n_bench, n_targets, len(COMPONENTS)), np.nan)
+    calibrated, unlike = np.empty((n_rounds, n_bench, n_targets)), np.empty((n_rounds, n_bench, n_targets))
+    parts = np.full((n_rounds, n_bench, n_targets, len(COMPONENTS)), np.nan)
     for t in range(n_targets):
-        probes = _probes(setup, g_sets, [rows[t] for rows in native], key, t)
-        results = [y[t, p.items] for y, p in zip(targets, probes, strict=True)]
-        calibrated[:, t], unlike[:, t], parts[:, t] = _read_probes(setup, probes, results, joint, accuracy)
+        for r, probes in enumerate(_round_probes(setup, g_sets, [rows[t] for rows in native], key, t, rounds)):
+            results = [y[t, p.items] for y, p in zip(targets, probes, strict=True)]
+            calibrated[r, :, t], unlike[r, :, t], parts[r, :, t] = _read_probes(setup, probes, results, joint, accuracy)
     return calibrated, unlike, parts
 
 
@@ -537,18 +542,7 @@ class SuitePrecision:
 
 def _rounds_run(setup: _Setup, targets, key, mode: str, weights=None, rounds=()) -> dict[str, dict]:
     """:func:`_run` of the tailored methods after every round (rounds x benchmarks x targets), the probes growing."""
-    joint = mode == "joint"
-    sources = setup.sources
-    n_rounds, n_bench, n_targets = len(rounds), len(sources), targets[0].shape[0]
-    g_sets = _g_sets(setup, key)
-    native = _native(setup, g_sets, [t[:, g] for t, g in zip(targets, g_sets, strict=True)], joint)
-    accuracy = [s.mean(axis=1) for s in sources]
-    calibrated, unlike = np.empty((n_rounds, n_bench, n_targets)), np.empty((n_rounds, n_bench, n_targets))
-    parts = np.full((n_rounds, n_bench, n_targets, len(COMPONENTS)), np.nan)
-    for t in range(n_targets):
-        for r, probes in enumerate(_round_probes(setup, g_sets, [rows[t] for rows in native], key, t, rounds)):
-            results = [y[t, p.items] for y, p in zip(targets, probes, strict=True)]
-            calibrated[r, :, t], unlike[r, :, t], parts[r, :, t] = _read_probes(setup, probes, results, joint, accuracy)
+    calibrated, unlike, parts = _tailored_rounds(setup, targets, key, mode == "joint", rounds)
     out: dict[str, dict] = {}
     if "tailoredbench" in setup.methods:
         out["tailoredbench"] = {"estimate": calibrated, "unlike": unlike}
