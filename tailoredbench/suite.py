@@ -221,13 +221,20 @@ def _interval_folds(setup: _Setup, seed: int) -> list:
     return [(kept, [(i, held)]) for i, kept, held in model_folds(n_sources, min(INTERVAL_FOLDS, n_sources), 1, seed)]
 
 
-def stacking_weights(setup: _Setup, mode: str, seed: int) -> np.ndarray:
+def stacking_weights(setup: _Setup, mode: str, seed: int, rounds=None) -> np.ndarray:
     """TailoredBench+'s weights over :data:`~tailoredbench.tailored.COMPONENTS` per benchmark, fitted on
-    source models only (the per-benchmark method's folds, run keys and simplex grid)."""
-    done = _on_folds(setup, _stack_folds(setup, seed), mode, seed, rng.STACK_RUN)
+    source models only (the per-benchmark method's folds, run keys and simplex grid), over all ``rounds`` if given."""
+    runner = None if rounds is None else partial(_rounds_run, rounds=rounds)
+    done = _on_folds(setup, _stack_folds(setup, seed), mode, seed, rng.STACK_RUN, runner=runner)
     truth = np.hstack([t for t, _ in done])
-    parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=1)
-    return np.array([simplex_weights(parts[b], truth[b]) for b in range(len(setup.sources))])
+    parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=-2)
+    parts = parts[None] if rounds is None else parts
+    return np.array(
+        [
+            simplex_weights(parts[:, b].reshape(-1, len(COMPONENTS)), np.tile(truth[b], len(parts)))
+            for b in range(len(setup.sources))
+        ]
+    )
 
 
 def calibrate(setup: _Setup, mode: str, seed: int, weights=None, level: float = LEVEL) -> dict[str, tuple]:
@@ -235,17 +242,21 @@ def calibrate(setup: _Setup, mode: str, seed: int, weights=None, level: float = 
     playing a target once (a target's half-width is its quantile times its difficulty)."""
     done = _on_folds(setup, _interval_folds(setup, seed), mode, seed, rng.PSEUDO_RUN, weights)
     truth = np.hstack([t for t, _ in done])
-    n_items = np.array(setup.budgets, dtype=float)
     quantiles = {}
     for method in done[0][1]:
         estimate = np.hstack([out[method]["estimate"] for _, out in done])
         unlike = np.hstack([out[method]["unlike"] for _, out in done])
-        pseudo = [
-            PseudoTargets(np.abs(estimate[b] - truth[b]), estimate[b], unlike[b], np.full(truth.shape[1], n))
-            for b, n in enumerate(n_items)
-        ]
-        quantiles[method] = _quantiles(pseudo, truth.mean(axis=0), level)
+        quantiles[method] = _pseudo_quantiles(estimate, unlike, truth, setup.budgets, level)
     return quantiles
+
+
+def _pseudo_quantiles(estimate, unlike, truth, budgets, level: float) -> tuple[np.ndarray, float]:
+    """:func:`_quantiles` of source models' estimates, unlikeness and truth (each benchmarks x pseudo-targets)."""
+    pseudo = [
+        PseudoTargets(np.abs(estimate[b] - truth[b]), estimate[b], unlike[b], np.full(truth.shape[1], n))
+        for b, n in enumerate(np.array(budgets, dtype=float))
+    ]
+    return _quantiles(pseudo, truth.mean(axis=0), level)
 
 
 def _quantiles(pseudo: Sequence[PseudoTargets], truth_mean: np.ndarray, level: float) -> tuple[np.ndarray, float]:
@@ -645,43 +656,25 @@ def calibrate_rounds(
 ) -> tuple[np.ndarray | None, dict[str, RoundsRule]]:
     """TailoredBench+'s weights over all ``rounds`` (None without it) and each method's :class:`RoundsRule`, fitted on
     the sources playing targets: each round's conformal quantiles, then the factor of :func:`stopping_factor`."""
+    weights = stacking_weights(setup, mode, seed, rounds) if "tailored_plus" in setup.methods else None
     run = partial(_rounds_run, rounds=rounds)
-    n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
-    weights = None
-    if "tailored_plus" in setup.methods:
-        done = _on_folds(setup, _stack_folds(setup, seed), mode, seed, rng.STACK_RUN, runner=run)
-        parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=2)
-        stack_truth = np.hstack([t for t, _ in done])
-        weights = np.array(
-            [
-                simplex_weights(parts[:, b].reshape(-1, len(COMPONENTS)), np.tile(stack_truth[b], len(rounds)))
-                for b in range(len(setup.sources))
-            ]
-        )
     done = _on_folds(setup, _interval_folds(setup, seed), mode, seed, rng.PSEUDO_RUN, weights, runner=run)
-    pseudo_truth = np.hstack([t for t, _ in done])
+    truth = np.hstack([t for t, _ in done])
+    n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
     rules = {}
     for method in setup.methods:
         estimate = np.concatenate([out[method]["estimate"] for _, out in done], axis=2)
-        scale = difficulty(estimate, np.concatenate([out[method]["unlike"] for _, out in done], axis=2), n_items)
-        errors = np.abs(estimate - pseudo_truth)
-        q = np.array(
-            [
-                [conformal_halfwidth(errors[r, b] / scale[r, b], level) for b in range(errors.shape[1])]
-                for r in range(len(rounds))
-            ]
-        )
-        scales = q[:, :, None] * scale
-        mean_errors = np.abs(estimate.mean(axis=1) - pseudo_truth.mean(axis=0))[:, None, :]
-        mean_scale = scale.mean(axis=1)[:, None, :]
-        q_mean = np.array(
-            [conformal_halfwidth(mean_errors[r, 0] / mean_scale[r, 0], level) for r in range(len(rounds))]
-        )
-        mean_scales = q_mean[:, None, None] * mean_scale
+        unlike = np.concatenate([out[method]["unlike"] for _, out in done], axis=2)
+        found = [_pseudo_quantiles(estimate[r], unlike[r], truth, budgets, level) for r, budgets in enumerate(rounds)]
+        q, q_mean = np.array([each for each, _ in found]), np.array([mean for _, mean in found])
+        scale = difficulty(estimate, unlike, n_items)
         if of == "every":
-            factor = stopping_factor(errors, scales, precision, level)
+            factor = stopping_factor(np.abs(estimate - truth), q[:, :, None] * scale, precision, level)
         else:
-            factor = stopping_factor(mean_errors, mean_scales, precision, level)
+            mean_errors = np.abs(estimate.mean(axis=1) - truth.mean(axis=0))[:, None, :]
+            factor = stopping_factor(
+                mean_errors, q_mean[:, None, None] * scale.mean(axis=1)[:, None, :], precision, level
+            )
         rules[method] = RoundsRule(q, q_mean, factor, precision, of)
     return weights, rules
 
