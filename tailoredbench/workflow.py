@@ -621,10 +621,10 @@ def _sequential(state: PlanState, samples, planned: dict[str, str] | None = None
     """
     plan = state.step
     assert isinstance(plan, Rounds)  # the callers replay a sequential plan only
-    if plan.method == "fluid":
-        return _fluid_sequential(state, samples, planned)
     bench, tb = fitted(state)
     results = _results(state, samples, bench.source.items)
+    if plan.method == "fluid":
+        return _fluid_sequential(state, plan, bench, results, planned)
     rule = plan.rule or tb.stopping_rule(plan.precision, plan.max_budget, plan.round_size, INTERVAL_LEVEL)
     probes = tb.rounds(_on(results, state.g_set_doc_ids, "G-set"), rule.budgets)
     native = tuple(bench.source.models[i] for i in probes[0].native_sources)
@@ -661,13 +661,9 @@ def _fluid_rule(state: PlanState, plan: Rounds, source: np.ndarray) -> StoppingR
     return StoppingRule.calibrate(pseudo, plan.precision, INTERVAL_LEVEL)
 
 
-def _fluid_sequential(state: PlanState, samples, planned: dict[str, str] | None) -> dict:
+def _fluid_sequential(state: PlanState, plan: Rounds, bench, results: dict, planned: dict[str, str] | None) -> dict:
     """:func:`_sequential` for fluid: the adaptive test after the G-set (:func:`fluid.replay`) as far as answered."""
-    plan = state.step
-    assert isinstance(plan, Rounds)
-    bench, _ = fitted(state)
     source, item_ids = bench.source.values, bench.source.items
-    results = _results(state, samples, item_ids)
     _on(results, state.g_set_doc_ids, "G-set")
     rule = plan.rule or _fluid_rule(state, plan, source)
     model = fluid.Fluid().prepare(source, rule.budgets)["model"]  # the fit the calibration's runs make
@@ -685,14 +681,8 @@ def _fluid_sequential(state: PlanState, samples, planned: dict[str, str] | None)
             raise TailoredBenchError(
                 f"the answers differ from those the rounds were planned with ({name} would change)"
             )
-    out = {
-        "bench": bench,
-        "rule": rule,
-        "native": (),
-        "answered": 0,
-        "status": "next round",
-        "round_items": round_items,
-    }
+    out = {"bench": bench, "rule": rule, "native": (), "answered": 0, "status": "next round"}
+    out["round_items"] = round_items
     for index, budget in enumerate(rule.budgets[:answered]):
         value = float(tests.estimates(model, budget)[0])
         hardness = difficulty(value, unlikeness(source, asked[:budget], tests.answers[0, :budget]), budget)
