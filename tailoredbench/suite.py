@@ -12,7 +12,7 @@ source models playing targets, per benchmark and for the suite's mean accuracy.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -82,14 +82,13 @@ class SuiteSimulation:
 
 @dataclass(frozen=True)
 class _Setup:
-    """What every run shares: the sources, the budgets, the settings and what was fitted on the sources."""
+    """What every run shares: the sources, the budgets and the settings."""
 
     sources: tuple[np.ndarray, ...]
     budgets: tuple[int, ...]
     g_size: int
     distance: str
     methods: tuple[str, ...]
-    weights: dict  # mode -> (benchmarks x COMPONENTS) stacking weights
 
 
 def _run(setup: _Setup, targets: Sequence[np.ndarray], key, mode: str, weights=None) -> dict[str, dict]:
@@ -187,17 +186,13 @@ def _on_folds(setup: _Setup, folds: list, mode: str, seed: int, run_offset: int,
 
 
 def _fold(setup: _Setup, kept, held, mode, seed, run_offset, weights, runner) -> list:
-    pseudo = _Setup(tuple(s[kept] for s in setup.sources), *_rest(setup))
+    pseudo = replace(setup, sources=tuple(s[kept] for s in setup.sources))
     out = []
     for index, held_out in held:
         targets = [s[held_out] for s in setup.sources]
         truth = np.array([t.mean(axis=1) for t in targets])
         out.append((truth, runner(pseudo, targets, (seed, run_offset + index), mode, weights)))
     return out
-
-
-def _rest(setup: _Setup) -> tuple:
-    return setup.budgets, setup.g_size, setup.distance, setup.methods, setup.weights
 
 
 def _stack_folds(setup: _Setup, seed: int) -> list:
@@ -358,7 +353,7 @@ def simulate_suite(
     runs, seed = check_integer(runs, "runs", 1), check_integer(seed, "seed", 0)
     budgets = check_budgets(suite, budget, total_budget, check_integer(g_size, "g_size", 1), methods)
     joint_methods = tuple(m for m in methods if m in JOINT_METHODS)
-    setup = _Setup(tuple(m.values for m in suite.source), budgets, g_size, check_distance(distance), joint_methods, {})
+    setup = _Setup(tuple(m.values for m in suite.source), budgets, g_size, check_distance(distance), joint_methods)
     targets = [m.values for m in suite.target]
     truth = np.array([t.mean(axis=1) for t in targets])
     blocks, weights = [], {}
@@ -682,7 +677,7 @@ def simulate_suite_precision(
     modes = _check_modes(modes)
     runs, seed = check_integer(runs, "runs", 1), check_integer(seed, "seed", 0)
     rounds = round_budgets_of(suite, check_integer(g_size, "g_size", 1), round_size, max_budget)
-    setup = _Setup(tuple(m.values for m in suite.source), rounds[-1], g_size, check_distance(distance), methods, {})
+    setup = _Setup(tuple(m.values for m in suite.source), rounds[-1], g_size, check_distance(distance), methods)
     targets = [m.values for m in suite.target]
     truth = np.array([t.mean(axis=1) for t in targets])
     n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
@@ -803,7 +798,7 @@ def _one_model(sources, budgets, g_size: int, distance: str, method: str = "tail
     """The setup of real use: ``method`` on the sources as given, ``budgets`` items per benchmark."""
     check_round_method(method)
     values = tuple(np.asarray(source, dtype=float) for source in sources)
-    return _Setup(values, tuple(int(b) for b in budgets), g_size, check_distance(distance), (method,), {})
+    return _Setup(values, tuple(int(b) for b in budgets), g_size, check_distance(distance), (method,))
 
 
 def new_model_g_sets(sources: Sequence[np.ndarray], g_size: int = 5, *, distance: str = "manhattan", seed: int = 0):

@@ -97,8 +97,7 @@ class SuiteNSet:
 
 @dataclass(frozen=True)
 class SuiteRounds:
-    """The precision mode instead of step 2: its settings, the rounds planned so far and the rule fitted on the
-    sources (:class:`~tailoredbench.suite.RoundsRule`), with TailoredBench+'s weights."""
+    """The precision mode instead of step 2: its settings, the rounds planned so far and the rule fitted for it."""
 
     precision: float
     of: str  # the interval the precision is of: "every" benchmark's or the suite "mean"'s
@@ -128,11 +127,8 @@ class SuiteRounds:
 
 @dataclass(frozen=True)
 class SuiteState(_State):
-    """A suite plan's ``state.json``: each benchmark's task, metric and G-set, then (``step``) its N-set or rounds.
-
-    Built only valid. Its JSON is flat, sealed by a sha256 (``checksum``); ``FORMAT`` alone decides whether a
-    file can be read. ``suite``: a registered suite's name, or ``"custom"`` with its ``matrix_files``.
-    """
+    """A suite plan's ``state.json``, built only valid: each benchmark's task, metric and G-set, then its N-set or
+    rounds. ``suite``: a registered suite's name, or ``"custom"`` with its ``matrix_files``."""
 
     FORMAT = 2  # bump when the JSON layout changes, and only then
     FORMAT_KEY = "suite_state_format"
@@ -216,8 +212,7 @@ class SuiteState(_State):
 
 
 def is_suite_plan(folder: str | Path) -> bool:
-    """Whether ``folder`` holds a suite's plan: by its ``state.json``, else (an interrupted plan) by a ``g_set.json``
-    of two or more tasks, so that its error names ``plan --suite``."""
+    """Whether ``folder`` holds a suite's plan: by its ``state.json``, else by a ``g_set.json`` of several tasks."""
     try:
         data = json.loads((Path(folder) / STATE).read_text(errors="replace"))
     except (OSError, json.JSONDecodeError):
@@ -297,14 +292,12 @@ def _sources(suite: str, files: Sequence[str | Path] = ()) -> _Sources:
     return _Sources(names, tuple(aligned), hashes)
 
 
-#: The per-sample metric read by default for a task: the registered suites' (TruthfulQA MC2's ``acc>0.5``), then
-#: the benchmarks', else ``acc``.
+#: The per-sample metric read by default for a task (else ``acc``): the registered suites', then the benchmarks'.
 KNOWN_METRIC = {task: metric for pairs in LM_EVAL_TASKS.values() for task, metric in pairs} | DEFAULT_METRIC
 
 
 def _tasks_and_metrics(suite: str, benchmarks, tasks, metrics) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The lm-eval task and metric of each benchmark: as given, else the registered suite's tasks and metrics (a
-    custom suite's benchmarks by name, read by :data:`KNOWN_METRIC`)."""
+    """The lm-eval task and metric of each benchmark: as given, else the registered suite's (or by name)."""
     tasks = tuple(tasks) if tasks else tuple(task for task, _ in LM_EVAL_TASKS.get(suite, ())) or tuple(benchmarks)
     n = len(benchmarks)
     if len(tasks) != n:
@@ -436,8 +429,7 @@ def _answers(state: SuiteState, sources: _Sources, samples) -> list[dict[int, fl
 
 
 def _probes(state: SuiteState, samples, rounds) -> tuple:
-    """Refit, read the samples, and plan every benchmark's probe after each of ``rounds`` from the answers on all
-    the G-sets (a fixed budget: one round)."""
+    """Refit, read the samples, and plan every benchmark's probe after each of ``rounds`` (a fixed budget: one)."""
     sources, g_sets = _refit(state)
     answers = _answers(state, sources, samples)
     g_answers = [
@@ -453,10 +445,8 @@ def plan_suite_n_set(
 ) -> SuiteState:
     """Step 2: from the samples on every G-set, write ``n_set.json`` (every task's N-set) with the fitted state.
 
-    ``budget``: items per benchmark, G-set included. Fitting TailoredBench+'s weights and the intervals on the
-    sources takes most of the time (``n_jobs`` workers, the same numbers for any number). Planning again with the
-    same samples and budget changes nothing; with other ones it would replace N-sets a model may be running on,
-    and needs ``force``.
+    ``budget``: items per benchmark, G-set included; ``n_jobs``: workers of the fit on the sources (the same numbers
+    for any number). Other samples or budget than a plan's would replace its N-sets, and need ``force``.
     """
     folder = Path(folder)
     with _locked(folder):
@@ -514,10 +504,8 @@ def plan_suite_n_set(
 def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict:
     """Step 3: each benchmark's TailoredBench+ (joint) estimate and the suite mean's, with their intervals.
 
-    Returns ``benchmarks`` (per benchmark: ``benchmark``, ``task``, ``metric``, ``estimate``, ``interval_low``,
-    ``interval_high``, ``items``), ``suite_mean`` (``estimate``, ``interval_low``, ``interval_high``), the ``items``
-    asked in all, the number of ``native_sources``, and the plan's settings. A plan to a precision: at the round
-    where its rule stops, with ``precision``, ``precision_of``, ``precision_met``, ``status`` and ``round``.
+    Returns ``benchmarks`` and ``suite_mean`` (each estimate with its interval), the ``items`` asked in all, the
+    number of ``native_sources`` and the plan's settings; a plan to a precision's at the round where its rule stops.
     """
     folder = Path(folder)
     with _locked(folder, shared=True):
