@@ -2,21 +2,17 @@
 
 In the **joint** mode a target answers every benchmark's G-set first, and its native sources are the
 sources that answer *all* the G-sets most like it (:func:`~tailoredbench.tailored.ranked_sources` on the
-G-sets side by side); each benchmark's N-set is then chosen from those sources, and TailoredBench+'s
-regressions and agreement weights read the target's answers on every benchmark's probe. The
-**independent** mode is the faithful per-benchmark method, run on each benchmark alone (its estimates are
-those of :func:`tailoredbench.simulate.simulate`). Random items with ridge regression gets the same two
-modes (the joint one regresses each benchmark's accuracy on the random items of every benchmark, as
-metabench and Zhang et al. 2025 suggest); gp-IRT and Random run per benchmark, the tinyBenchmarks way.
-
-Stacking weights and 90% intervals are fitted on source models playing targets (:data:`STACK_FOLDS` and
-:data:`INTERVAL_FOLDS` folds of the sources), per benchmark and for the suite's mean accuracy.
+G-sets side by side); each N-set is chosen from those sources, and TailoredBench+ reads the answers on every
+probe. The **independent** mode is the per-benchmark method (:func:`tailoredbench.simulate.simulate`'s
+estimates). Random items with ridge regression has both modes (jointly, on every benchmark's random items, as
+metabench suggests); gp-IRT and Random run per benchmark. Stacking weights and 90% intervals are fitted on
+source models playing targets, per benchmark and for the suite's mean accuracy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -86,19 +82,17 @@ class SuiteSimulation:
 
 @dataclass(frozen=True)
 class _Setup:
-    """What every run shares: the sources, the budgets, the settings and what was fitted on the sources."""
+    """What every run shares: the sources, the budgets and the settings."""
 
     sources: tuple[np.ndarray, ...]
     budgets: tuple[int, ...]
     g_size: int
     distance: str
     methods: tuple[str, ...]
-    weights: dict  # mode -> (benchmarks x COMPONENTS) stacking weights
 
 
 def _run(setup: _Setup, targets: Sequence[np.ndarray], key, mode: str, weights=None) -> dict[str, dict]:
-    """One run of the joint methods in ``mode`` on ``targets``: per method, each benchmark's estimates of
-    every target (benchmarks x targets), their unlikeness to the sources, and TailoredBench+'s components."""
+    """One run of the joint methods: per method, estimates and unlikeness (benchmarks x targets), and components."""
     out: dict[str, dict] = {}
     methods = setup.methods
     if {"tailoredbench", "tailored_plus"} & set(methods):
@@ -115,9 +109,7 @@ def _run(setup: _Setup, targets: Sequence[np.ndarray], key, mode: str, weights=N
 
 
 def _exact_where_all_asked(out: dict[str, dict], targets, budgets) -> dict[str, dict]:
-    """``out`` with each target's accuracy on a benchmark whose every item it was asked, whatever the method said
-    (as :func:`~tailoredbench.simulate.simulate` does); the estimates' last two axes are benchmarks x targets,
-    ``targets`` each benchmark's results of the targets on all its items."""
+    """``out`` with the true accuracy where every item of a benchmark was asked, as ``simulate`` does."""
     for found in out.values():
         if found["estimate"] is None:
             continue
@@ -128,26 +120,30 @@ def _exact_where_all_asked(out: dict[str, dict], targets, budgets) -> dict[str, 
 
 
 def _tailored(setup: _Setup, targets, key, *, joint: bool):
-    """TailoredBench's probes of every target on every benchmark: calibrated estimates, unlikeness and
-    TailoredBench+'s single estimates (benchmarks x targets x COMPONENTS)."""
+    """TailoredBench's calibrated estimates, unlikeness and TailoredBench+'s components at the setup's budgets."""
+    return tuple(found[0] for found in _tailored_rounds(setup, targets, key, joint, (setup.budgets,)))
+
+
+def _tailored_rounds(setup: _Setup, targets, key, joint: bool, rounds):
+    """Every target's probes after each round: calibrated estimates and unlikeness (rounds x benchmarks x
+    targets) and TailoredBench+'s components (rounds x benchmarks x targets x COMPONENTS)."""
     sources = setup.sources
-    n_bench, n_targets = len(sources), targets[0].shape[0]
+    n_rounds, n_bench, n_targets = len(rounds), len(sources), targets[0].shape[0]
     g_sets = _g_sets(setup, key)
     native = _native(setup, g_sets, [t[:, g] for t, g in zip(targets, g_sets, strict=True)], joint)
     accuracy = [s.mean(axis=1) for s in sources]
-    calibrated, unlike = np.empty((n_bench, n_targets)), np.empty((n_bench, n_targets))
-    parts = np.full((n_bench, n_targets, len(COMPONENTS)), np.nan)
+    calibrated, unlike = np.empty((n_rounds, n_bench, n_targets)), np.empty((n_rounds, n_bench, n_targets))
+    parts = np.full((n_rounds, n_bench, n_targets, len(COMPONENTS)), np.nan)
     for t in range(n_targets):
-        probes = _probes(setup, g_sets, [rows[t] for rows in native], key, t)
-        results = [y[t, p.items] for y, p in zip(targets, probes, strict=True)]
-        calibrated[:, t], unlike[:, t], parts[:, t] = _read_probes(setup, probes, results, joint, accuracy)
+        for r, probes in enumerate(_round_probes(setup, g_sets, [rows[t] for rows in native], key, t, rounds)):
+            results = [y[t, p.items] for y, p in zip(targets, probes, strict=True)]
+            calibrated[r, :, t], unlike[r, :, t], parts[r, :, t] = _read_probes(setup, probes, results, joint, accuracy)
     return calibrated, unlike, parts
 
 
 def _joint_components(sources, accuracy, asked, b: int) -> dict[str, float]:
-    """TailoredBench+'s single estimates of benchmark ``b`` in the joint mode: the local regression reads the
-    results on every benchmark's probe; the agreement of the neighbours reads ``b``'s probe and, per other
-    benchmark, the mean result on its probe (a hundred items of agreement would drown ``b``'s twenty)."""
+    """TailoredBench+'s components of benchmark ``b`` in the joint mode: the local regression reads every probe;
+    the others read ``b``'s probe and each other probe's mean (a hundred items would drown ``b``'s twenty)."""
     probe, native_mean, results = asked[b]
     items = np.hstack([sources[c][:, p.items] for c, (p, _, _) in enumerate(asked)])
     answers = np.concatenate([r for _, _, r in asked])
@@ -167,8 +163,7 @@ def _joint_components(sources, accuracy, asked, b: int) -> dict[str, float]:
 
 
 def _random_regression(setup: _Setup, targets, key, *, joint: bool) -> dict:
-    """Random items per benchmark (random+regression's stream) and a ridge regression to each benchmark's
-    accuracy from the items of that benchmark, or in the joint mode of every benchmark."""
+    """Random items per benchmark and a ridge regression from that benchmark's items (joint: every benchmark's)."""
     items = [random_items(key, b, s.shape[1]) for b, s in zip(setup.budgets, setup.sources, strict=True)]
     X_all = np.hstack([s[:, i] for s, i in zip(setup.sources, items, strict=True)])
     x_all = np.hstack([t[:, i] for t, i in zip(targets, items, strict=True)])
@@ -182,8 +177,7 @@ def _random_regression(setup: _Setup, targets, key, *, joint: bool) -> dict:
 
 
 def _on_folds(setup: _Setup, folds: list, mode: str, seed: int, run_offset: int, weights=None, runner=None) -> list:
-    """Every fold's held-out sources as targets of the kept ones: per fold, (truth per benchmark, the output of
-    ``runner``, by default :func:`_run`)."""
+    """Per fold, (truth, ``runner``'s output, by default :func:`_run`) with the held-out sources as targets."""
     runner = runner or _run
     outputs = Parallel()(
         delayed(_fold)(setup, kept, held, mode, seed, run_offset, weights, runner) for kept, held in folds
@@ -192,17 +186,13 @@ def _on_folds(setup: _Setup, folds: list, mode: str, seed: int, run_offset: int,
 
 
 def _fold(setup: _Setup, kept, held, mode, seed, run_offset, weights, runner) -> list:
-    pseudo = _Setup(tuple(s[kept] for s in setup.sources), *_rest(setup))
+    pseudo = replace(setup, sources=tuple(s[kept] for s in setup.sources))
     out = []
     for index, held_out in held:
         targets = [s[held_out] for s in setup.sources]
         truth = np.array([t.mean(axis=1) for t in targets])
         out.append((truth, runner(pseudo, targets, (seed, run_offset + index), mode, weights)))
     return out
-
-
-def _rest(setup: _Setup) -> tuple:
-    return setup.budgets, setup.g_size, setup.distance, setup.methods, setup.weights
 
 
 def _stack_folds(setup: _Setup, seed: int) -> list:
@@ -216,36 +206,44 @@ def _interval_folds(setup: _Setup, seed: int) -> list:
     return [(kept, [(i, held)]) for i, kept, held in model_folds(n_sources, min(INTERVAL_FOLDS, n_sources), 1, seed)]
 
 
-def stacking_weights(setup: _Setup, mode: str, seed: int) -> np.ndarray:
-    """TailoredBench+'s weights over :data:`~tailoredbench.tailored.COMPONENTS` per benchmark, fitted on
-    source models only (the per-benchmark method's folds, run keys and simplex grid)."""
-    done = _on_folds(setup, _stack_folds(setup, seed), mode, seed, rng.STACK_RUN)
+def stacking_weights(setup: _Setup, mode: str, seed: int, rounds=None) -> np.ndarray:
+    """TailoredBench+'s weights over COMPONENTS per benchmark, fitted on the sources (over all ``rounds`` if given)."""
+    runner = None if rounds is None else partial(_rounds_run, rounds=rounds)
+    done = _on_folds(setup, _stack_folds(setup, seed), mode, seed, rng.STACK_RUN, runner=runner)
     truth = np.hstack([t for t, _ in done])
-    parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=1)
-    return np.array([simplex_weights(parts[b], truth[b]) for b in range(len(setup.sources))])
+    parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=-2)
+    parts = parts[None] if rounds is None else parts
+    return np.array(
+        [
+            simplex_weights(parts[:, b].reshape(-1, len(COMPONENTS)), np.tile(truth[b], len(parts)))
+            for b in range(len(setup.sources))
+        ]
+    )
 
 
 def calibrate(setup: _Setup, mode: str, seed: int, weights=None, level: float = LEVEL) -> dict[str, tuple]:
-    """Per joint method: each benchmark's conformal quantile and the suite mean's, from the sources, each
-    playing a target once (a target's half-width is its quantile times its difficulty)."""
+    """Per joint method: each benchmark's conformal quantile and the suite mean's, the sources playing targets."""
     done = _on_folds(setup, _interval_folds(setup, seed), mode, seed, rng.PSEUDO_RUN, weights)
     truth = np.hstack([t for t, _ in done])
-    n_items = np.array(setup.budgets, dtype=float)
     quantiles = {}
     for method in done[0][1]:
         estimate = np.hstack([out[method]["estimate"] for _, out in done])
         unlike = np.hstack([out[method]["unlike"] for _, out in done])
-        pseudo = [
-            PseudoTargets(np.abs(estimate[b] - truth[b]), estimate[b], unlike[b], np.full(truth.shape[1], n))
-            for b, n in enumerate(n_items)
-        ]
-        quantiles[method] = _quantiles(pseudo, truth.mean(axis=0), level)
+        quantiles[method] = _pseudo_quantiles(estimate, unlike, truth, setup.budgets, level)
     return quantiles
 
 
+def _pseudo_quantiles(estimate, unlike, truth, budgets, level: float) -> tuple[np.ndarray, float]:
+    """:func:`_quantiles` of source models' estimates, unlikeness and truth (each benchmarks x pseudo-targets)."""
+    pseudo = [
+        PseudoTargets(np.abs(estimate[b] - truth[b]), estimate[b], unlike[b], np.full(truth.shape[1], n))
+        for b, n in enumerate(np.array(budgets, dtype=float))
+    ]
+    return _quantiles(pseudo, truth.mean(axis=0), level)
+
+
 def _quantiles(pseudo: Sequence[PseudoTargets], truth_mean: np.ndarray, level: float) -> tuple[np.ndarray, float]:
-    """Each benchmark's conformal quantile, and the suite mean's: of its error over its mean difficulty
-    (``truth_mean``: the pseudo-targets' mean accuracy over the benchmarks, in their order)."""
+    """Each benchmark's conformal quantile, and the suite mean's (its error over its mean difficulty)."""
     estimate = np.mean([p.estimates for p in pseudo], axis=0)
     scale = np.mean([p.difficulty for p in pseudo], axis=0)
     each = np.array([p.quantile(level=level) for p in pseudo])
@@ -253,9 +251,7 @@ def _quantiles(pseudo: Sequence[PseudoTargets], truth_mean: np.ndarray, level: f
 
 
 def share_out(total: int, spread: np.ndarray, n_items: np.ndarray, least: int = 1) -> np.ndarray:
-    """``total`` items shared out between benchmarks where they cut the error most under the sampling model: the
-    error of an accuracy read from ``n`` items is about ``spread / sqrt(n)``, and ``n_b`` proportional to
-    ``spread_b ** (2 / 3)`` minimises the sum over benchmarks (each between ``least`` and its item count).
+    """``total`` items shared out between benchmarks to minimise the summed error ``spread / sqrt(n)``.
 
     Examples
     --------
@@ -272,8 +268,7 @@ def share_out(total: int, spread: np.ndarray, n_items: np.ndarray, least: int = 
 
 
 def check_budgets(suite: Suite, budget, total_budget, g_size: int, methods) -> tuple[int, ...]:
-    """Items per benchmark: ``budget`` each, or ``total_budget`` shared out by :func:`share_out` with each
-    benchmark's spread of a source model's item results, ``mean sqrt(p (1 - p))`` (the sources only)."""
+    """Items per benchmark: ``budget`` each, or ``total_budget`` shared out by the sources' ``mean sqrt(p (1 - p))``."""
     if budget is not None and total_budget is not None:
         raise TailoredBenchError("give a budget per benchmark or a total budget, not both")
     if budget is None and total_budget is None:
@@ -328,21 +323,13 @@ def simulate_suite(
     Parameters
     ----------
     suite : str, Suite or sequence of matrix files
-        A registered suite (``"open_llm_tiny"``), a loaded :class:`~tailoredbench.datasets.suites.Suite`, or
-        two or more matrix files (see :func:`~tailoredbench.datasets.suites.load_suite`).
+        A registered suite, a loaded :class:`~tailoredbench.datasets.suites.Suite`, or two or more matrix files.
     methods : sequence of str
         From :data:`METHODS`; ``random`` and ``gp_irt`` run per benchmark and are reported once.
-    modes : sequence of str
-        ``"joint"`` and/or ``"independent"``.
     budget, total_budget
-        Items per benchmark (default :data:`DEFAULT_BUDGET`), or in all (shared out where they cut the error
-        most, by :func:`check_budgets`, on the sources only); the G-sets included.
+        Items per benchmark (default :data:`DEFAULT_BUDGET`), or in all (shared out by :func:`check_budgets`).
     runs, seed, n_jobs
         Run ``r`` is seeded by ``(seed, r)``; the results are the same whatever the number of workers.
-    g_size, distance
-        TailoredBench's settings (a G-set of 5 per benchmark of about 100 items).
-    level : float
-        The intervals' level, calibrated on source models playing targets.
 
     Examples
     --------
@@ -366,7 +353,7 @@ def simulate_suite(
     runs, seed = check_integer(runs, "runs", 1), check_integer(seed, "seed", 0)
     budgets = check_budgets(suite, budget, total_budget, check_integer(g_size, "g_size", 1), methods)
     joint_methods = tuple(m for m in methods if m in JOINT_METHODS)
-    setup = _Setup(tuple(m.values for m in suite.source), budgets, g_size, check_distance(distance), joint_methods, {})
+    setup = _Setup(tuple(m.values for m in suite.source), budgets, g_size, check_distance(distance), joint_methods)
     targets = [m.values for m in suite.target]
     truth = np.array([t.mean(axis=1) for t in targets])
     blocks, weights = [], {}
@@ -404,8 +391,7 @@ def simulate_suite(
 
 
 def _per_benchmark(suite: Suite, method: str, budgets, runs, seed, n_jobs, level, modes) -> list:
-    """A per-benchmark method through :func:`~tailoredbench.simulate.simulate`, as a block per run; the
-    suite mean's interval from its pseudo-targets, as for the joint methods."""
+    """A per-benchmark method through ``simulate``, a block per run; the suite mean's interval as the joint ones'."""
     by_run: dict[int, list] = {r: [] for r in range(runs)}
     pseudo = []
     for name, source, target, b in zip(suite.benchmarks, suite.source, suite.target, budgets, strict=True):
@@ -429,8 +415,7 @@ def _per_benchmark(suite: Suite, method: str, budgets, runs, seed, n_jobs, level
 
 
 def _tidy(blocks, suite: Suite, truth: np.ndarray) -> pd.DataFrame:
-    """One row per run, mode, method, benchmark (and the suite mean) and target; a block's optional seventh part
-    holds more columns, each per benchmark (and the suite mean) and target."""
+    """One row per run, mode, method, benchmark (and the suite mean) and target; a seventh part: more columns."""
     models = list(suite.target[0].models)
     names = [*suite.benchmarks, SUITE_MEAN]
     truth_all = np.vstack([truth, truth.mean(axis=0)])
@@ -460,11 +445,7 @@ def _tidy(blocks, suite: Suite, truth: np.ndarray) -> pd.DataFrame:
 
 
 def summarize_suite(results: pd.DataFrame, benchmarks: Sequence[str], budgets: Sequence[int]):
-    """``(summary, by_benchmark)``: per mode and method, and per benchmark, means over runs with standard errors.
-
-    ``mae`` is the mean over benchmarks of each benchmark's MAE, ``suite_mae`` the MAE of the suite mean,
-    ``coverage`` the share of the benchmarks' intervals that hold the truth, ``suite_coverage`` the suite mean's.
-    """
+    """``(summary, by_benchmark)``: per mode and method, and per benchmark, means over runs with standard errors."""
     keys = ("mode", "method", "benchmark")
     by_benchmark = summarize(results, keys)
     per_run = per_run_metrics(results, keys)
@@ -537,18 +518,7 @@ class SuitePrecision:
 
 def _rounds_run(setup: _Setup, targets, key, mode: str, weights=None, rounds=()) -> dict[str, dict]:
     """:func:`_run` of the tailored methods after every round (rounds x benchmarks x targets), the probes growing."""
-    joint = mode == "joint"
-    sources = setup.sources
-    n_rounds, n_bench, n_targets = len(rounds), len(sources), targets[0].shape[0]
-    g_sets = _g_sets(setup, key)
-    native = _native(setup, g_sets, [t[:, g] for t, g in zip(targets, g_sets, strict=True)], joint)
-    accuracy = [s.mean(axis=1) for s in sources]
-    calibrated, unlike = np.empty((n_rounds, n_bench, n_targets)), np.empty((n_rounds, n_bench, n_targets))
-    parts = np.full((n_rounds, n_bench, n_targets, len(COMPONENTS)), np.nan)
-    for t in range(n_targets):
-        for r, probes in enumerate(_round_probes(setup, g_sets, [rows[t] for rows in native], key, t, rounds)):
-            results = [y[t, p.items] for y, p in zip(targets, probes, strict=True)]
-            calibrated[r, :, t], unlike[r, :, t], parts[r, :, t] = _read_probes(setup, probes, results, joint, accuracy)
+    calibrated, unlike, parts = _tailored_rounds(setup, targets, key, mode == "joint", rounds)
     out: dict[str, dict] = {}
     if "tailoredbench" in setup.methods:
         out["tailoredbench"] = {"estimate": calibrated, "unlike": unlike}
@@ -576,9 +546,7 @@ def _round_probes(setup: _Setup, g_sets, native_rows, key, t: int, rounds):
 def round_budgets_of(
     suite: Suite | Sequence[int], g_size: int, round_size: int, max_budget: int | None
 ) -> tuple[tuple[int, ...], ...]:
-    """Each round's items per benchmark: ``g_size + round_size``, ``+ 2 round_size``, ... up to ``max_budget``
-    (by default the smallest benchmark's item count), the same on every benchmark. ``suite``: a suite or its
-    benchmarks' item counts."""
+    """Each round's items per benchmark, the same on all, up to ``max_budget`` (default: the fewest items)."""
     n_items = suite.n_items if isinstance(suite, Suite) else tuple(int(n) for n in suite)
     largest = min(n_items) if max_budget is None else check_integer(max_budget, "max budget", 1)
     if largest > min(n_items):
@@ -587,11 +555,9 @@ def round_budgets_of(
 
 
 def stopping_factor(errors: np.ndarray, scales: np.ndarray, precision: float, level: float = LEVEL) -> float:
-    """The smallest factor (on a grid of :data:`~tailoredbench.stopping.FACTOR_STEP`) whose intervals, where the
-    rule stops, cover a ``level`` share (the conformal rank) of the pseudo-targets' errors on every benchmark.
+    """The smallest factor whose intervals, where the rule stops, cover a ``level`` share of the errors.
 
-    ``errors`` and ``scales`` are rounds x intervals x pseudo-targets (the intervals: each benchmark's, or the suite
-    mean's alone); a pseudo-target stops at the first round where all its intervals are at most ``precision``.
+    ``errors`` and ``scales`` are rounds x intervals (each benchmark's, or the suite mean's) x pseudo-targets.
     """
     n = errors.shape[1] * errors.shape[2]
     rank = min(int(np.ceil((n + 1) * level)), n)
@@ -621,9 +587,7 @@ class Stopped:
 
 @dataclass(frozen=True)
 class RoundsRule:
-    """The suite's precision mode's rule, calibrated on the sources: after round ``r`` a benchmark's half-width is
-    ``factor * q[r, b]`` times the target's difficulty, the suite mean's ``factor * q_mean[r]`` times its mean
-    difficulty; a target stops at the first round whose watched intervals (``of``) are at most ``precision``."""
+    """The suite's precision rule: after round ``r`` a half-width is ``factor * q[r, b]`` times the difficulty."""
 
     q: np.ndarray  # rounds x benchmarks
     q_mean: np.ndarray  # rounds
@@ -632,8 +596,7 @@ class RoundsRule:
     of: str
 
     def stop(self, estimate: np.ndarray, unlike: np.ndarray, n_items: np.ndarray) -> Stopped:
-        """Each target's stop among the rounds given (rounds x benchmarks x targets; a first part of the rounds is
-        enough): the first whose watched intervals are at most the precision, else the last given."""
+        """Each target's stop: the first round given whose watched intervals meet the precision, else the last."""
         n_rounds = len(estimate)
         s = difficulty(estimate, unlike, n_items[:n_rounds])
         half = self.factor * self.q[:n_rounds, :, None] * s
@@ -649,45 +612,26 @@ class RoundsRule:
 def calibrate_rounds(
     setup: _Setup, mode: str, seed: int, rounds, precision: float, of: str, level: float = LEVEL
 ) -> tuple[np.ndarray | None, dict[str, RoundsRule]]:
-    """TailoredBench+'s weights over all ``rounds`` (None without it) and each method's :class:`RoundsRule`, fitted on
-    the sources playing targets: each round's conformal quantiles, then the factor of :func:`stopping_factor`."""
+    """TailoredBench+'s weights over all ``rounds`` (None without it) and each method's rule, fitted on the sources."""
+    weights = stacking_weights(setup, mode, seed, rounds) if "tailored_plus" in setup.methods else None
     run = partial(_rounds_run, rounds=rounds)
-    n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
-    weights = None
-    if "tailored_plus" in setup.methods:
-        done = _on_folds(setup, _stack_folds(setup, seed), mode, seed, rng.STACK_RUN, runner=run)
-        parts = np.concatenate([out["tailored_plus"]["components"] for _, out in done], axis=2)
-        stack_truth = np.hstack([t for t, _ in done])
-        weights = np.array(
-            [
-                simplex_weights(parts[:, b].reshape(-1, len(COMPONENTS)), np.tile(stack_truth[b], len(rounds)))
-                for b in range(len(setup.sources))
-            ]
-        )
     done = _on_folds(setup, _interval_folds(setup, seed), mode, seed, rng.PSEUDO_RUN, weights, runner=run)
-    pseudo_truth = np.hstack([t for t, _ in done])
+    truth = np.hstack([t for t, _ in done])
+    n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
     rules = {}
     for method in setup.methods:
         estimate = np.concatenate([out[method]["estimate"] for _, out in done], axis=2)
-        scale = difficulty(estimate, np.concatenate([out[method]["unlike"] for _, out in done], axis=2), n_items)
-        errors = np.abs(estimate - pseudo_truth)
-        q = np.array(
-            [
-                [conformal_halfwidth(errors[r, b] / scale[r, b], level) for b in range(errors.shape[1])]
-                for r in range(len(rounds))
-            ]
-        )
-        scales = q[:, :, None] * scale
-        mean_errors = np.abs(estimate.mean(axis=1) - pseudo_truth.mean(axis=0))[:, None, :]
-        mean_scale = scale.mean(axis=1)[:, None, :]
-        q_mean = np.array(
-            [conformal_halfwidth(mean_errors[r, 0] / mean_scale[r, 0], level) for r in range(len(rounds))]
-        )
-        mean_scales = q_mean[:, None, None] * mean_scale
+        unlike = np.concatenate([out[method]["unlike"] for _, out in done], axis=2)
+        found = [_pseudo_quantiles(estimate[r], unlike[r], truth, budgets, level) for r, budgets in enumerate(rounds)]
+        q, q_mean = np.array([each for each, _ in found]), np.array([mean for _, mean in found])
+        scale = difficulty(estimate, unlike, n_items)
         if of == "every":
-            factor = stopping_factor(errors, scales, precision, level)
+            factor = stopping_factor(np.abs(estimate - truth), q[:, :, None] * scale, precision, level)
         else:
-            factor = stopping_factor(mean_errors, mean_scales, precision, level)
+            mean_errors = np.abs(estimate.mean(axis=1) - truth.mean(axis=0))[:, None, :]
+            factor = stopping_factor(
+                mean_errors, q_mean[:, None, None] * scale.mean(axis=1)[:, None, :], precision, level
+            )
         rules[method] = RoundsRule(q, q_mean, factor, precision, of)
     return weights, rules
 
@@ -712,10 +656,6 @@ def simulate_suite_precision(
     benchmark's 90% interval (``of="every"``) or the suite mean's (``of="mean"``) is at most ``precision`` wide on
     each side, or ``max_budget`` items per benchmark are asked.
 
-    As in the single benchmark's mode (:class:`~tailoredbench.stopping.StoppingRule`), each round's intervals are
-    the fixed-budget conformal ones times a factor, the smallest whose intervals cover, where the rule stops, a
-    90% share of source models playing targets; TailoredBench+'s weights are fitted on the sources over all rounds.
-
     Examples
     --------
     >>> from tailoredbench.datasets.matrix import ResponseMatrix
@@ -737,7 +677,7 @@ def simulate_suite_precision(
     modes = _check_modes(modes)
     runs, seed = check_integer(runs, "runs", 1), check_integer(seed, "seed", 0)
     rounds = round_budgets_of(suite, check_integer(g_size, "g_size", 1), round_size, max_budget)
-    setup = _Setup(tuple(m.values for m in suite.source), rounds[-1], g_size, check_distance(distance), methods, {})
+    setup = _Setup(tuple(m.values for m in suite.source), rounds[-1], g_size, check_distance(distance), methods)
     targets = [m.values for m in suite.target]
     truth = np.array([t.mean(axis=1) for t in targets])
     n_items = np.array([r[0] for r in rounds], dtype=float)[:, None, None]
@@ -793,9 +733,7 @@ def simulate_suite_precision(
     return SuitePrecision(results, pd.DataFrame(rows), settings, {f"{m} {n}": f for (m, n), f in factors.items()})
 
 
-# ---- Real use: one new model ----------------------------------------------------------------------------------
-# The joint plan of _tailored for one model whose answers come step by step (tailoredbench.suite_workflow): the
-# same functions, called with the model as the only target of run 0 (key (seed, 0)) and its index 0.
+# ---- Real use: one new model, the only target of run 0 of the joint mode (tailoredbench.suite_workflow) -------
 
 
 def _g_sets(setup: _Setup, key) -> list[np.ndarray]:
@@ -807,7 +745,7 @@ def _g_sets(setup: _Setup, key) -> list[np.ndarray]:
 
 
 def _native(setup: _Setup, g_sets, g_targets, joint: bool) -> list[np.ndarray]:
-    """Each benchmark's native sources of every target (targets x sources kept), from the targets' G-set answers."""
+    """Each benchmark's native sources of every target (targets x sources kept)."""
     sources, distance = setup.sources, setup.distance
     g_answers = [(s[:, g], t) for s, t, g in zip(sources, g_targets, g_sets, strict=True)]
     if joint:  # the whole suite's G-sets side by side choose one set of native sources for all benchmarks
@@ -823,8 +761,7 @@ def _native(setup: _Setup, g_sets, g_targets, joint: bool) -> list[np.ndarray]:
 
 
 def _probes(setup: _Setup, g_sets, native_rows, key, t: int, budgets=None, asked=None) -> list[Probe]:
-    """Target ``t``'s probe on every benchmark: its G-set and the N-set its native sources choose (``budgets``
-    items each, by default the setup's; ``asked``: each benchmark's N-set so far, which the probe extends)."""
+    """Target ``t``'s probe on every benchmark (``asked``: each benchmark's N-set so far, which it extends)."""
     probes = []
     budgets = setup.budgets if budgets is None else budgets
     for b, (source, rows) in enumerate(zip(setup.sources, native_rows, strict=True)):
@@ -839,9 +776,7 @@ def _probes(setup: _Setup, g_sets, native_rows, key, t: int, budgets=None, asked
 
 
 def _read_probes(setup: _Setup, probes, results, joint: bool, accuracy=None):
-    """One target's calibrated estimate, unlikeness and TailoredBench+'s single estimates on every benchmark
-    (benchmarks, benchmarks, benchmarks x COMPONENTS) from its ``results`` on each probe's items;
-    ``accuracy``: each benchmark's source accuracies, when computed once for many targets."""
+    """One target's calibrated estimates, unlikeness and components on every benchmark from its ``results``."""
     sources = setup.sources
     accuracy = [s.mean(axis=1) for s in sources] if accuracy is None else accuracy
     asked = [(p, s[p.native_sources].mean(axis=0), y) for s, p, y in zip(sources, probes, results, strict=True)]
@@ -863,21 +798,18 @@ def _one_model(sources, budgets, g_size: int, distance: str, method: str = "tail
     """The setup of real use: ``method`` on the sources as given, ``budgets`` items per benchmark."""
     check_round_method(method)
     values = tuple(np.asarray(source, dtype=float) for source in sources)
-    return _Setup(values, tuple(int(b) for b in budgets), g_size, check_distance(distance), (method,), {})
+    return _Setup(values, tuple(int(b) for b in budgets), g_size, check_distance(distance), (method,))
 
 
 def new_model_g_sets(sources: Sequence[np.ndarray], g_size: int = 5, *, distance: str = "manhattan", seed: int = 0):
-    """Each benchmark's G-set (item positions) that a new model answers first: those of :func:`simulate_suite`'s
-    run 0 with ``seed``."""
+    """Each benchmark's G-set (item positions) for a new model: :func:`simulate_suite`'s of run 0."""
     return _g_sets(_one_model(sources, (), g_size, distance), (seed, 0))
 
 
 def new_model_probes(
     sources: Sequence[np.ndarray], g_sets, g_answers, budgets: Sequence[int], *, distance: str = "manhattan", seed=0
 ) -> list[Probe]:
-    """A new model's probe on every benchmark from its 0/1 answers on every G-set (``g_answers``, in G-set order):
-    its native sources from all the answers (the same rows on every benchmark), then each benchmark's N-set, as
-    the joint mode plans them for the only target of run 0."""
+    """A new model's probe on every benchmark from its 0/1 answers on every G-set, as the joint mode plans it."""
     return new_model_round_probes(sources, g_sets, g_answers, [tuple(budgets)], distance=distance, seed=seed)[0]
 
 
@@ -890,8 +822,7 @@ def fit_new_model(
     seed: int = 0,
     level: float = LEVEL,
 ) -> tuple[np.ndarray, np.ndarray, float]:
-    """TailoredBench+'s joint stacking weights (benchmarks x COMPONENTS), each benchmark's conformal quantile and
-    the suite mean's: fitted on the sources playing targets, as :func:`simulate_suite` fits them."""
+    """TailoredBench+'s joint weights, each benchmark's conformal quantile and the suite mean's, as simulated."""
     setup = _one_model(sources, budgets, g_size, distance)
     weights = stacking_weights(setup, "joint", seed)
     q, q_mean = calibrate(setup, "joint", seed, weights, level)["tailored_plus"]
@@ -913,8 +844,7 @@ class NewModelEstimate:
 def new_model_estimate(
     sources: Sequence[np.ndarray], probes: Sequence[Probe], results, weights, quantiles, suite_quantile: float
 ) -> NewModelEstimate:
-    """The estimates from a new model's 0/1 ``results`` on each probe's items, with :func:`fit_new_model`'s weights
-    and quantiles: a half-width is the quantile times the model's difficulty, the suite mean's its mean difficulty."""
+    """A new model's estimates from its 0/1 ``results`` on each probe, with :func:`fit_new_model`'s fit."""
     budgets = [p.budget for p in probes]
     setup = _one_model(sources, budgets, len(probes[0].g_set), "manhattan")  # the probes' distance is spent
     _, unlike, parts = _read_probes(setup, probes, [np.asarray(y, dtype=float) for y in results], True)
@@ -929,15 +859,10 @@ def new_model_estimate(
     return NewModelEstimate(estimate[:-1], low[:-1], high[:-1], float(estimate[-1]), float(low[-1]), float(high[-1]))
 
 
-# The precision mode for one new model: simulate_suite_precision's rounds, calibration and rule, the model the only
-# target of run 0 of the joint mode.
-
-
 def new_model_round_probes(
     sources: Sequence[np.ndarray], g_sets, g_answers, rounds, *, distance: str = "manhattan", seed: int = 0
 ) -> list[list[Probe]]:
-    """A new model's probe on every benchmark after each of ``rounds`` (items per benchmark, as
-    :func:`round_budgets_of` gives them), from its 0/1 answers on every G-set: the growing probes of the joint mode."""
+    """A new model's probe on every benchmark after each of ``rounds``, from its 0/1 answers on every G-set."""
     setup = _one_model(sources, rounds[-1], len(g_sets[0]), distance)
     native = _native(setup, g_sets, [np.asarray(a, dtype=float).reshape(1, -1) for a in g_answers], True)
     return list(_round_probes(setup, g_sets, [rows[0] for rows in native], (seed, 0), 0, rounds))
@@ -955,8 +880,7 @@ def fit_new_model_rounds(
     seed: int = 0,
     level: float = LEVEL,
 ) -> tuple[np.ndarray | None, RoundsRule]:
-    """TailoredBench+'s weights (None for ``tailoredbench``) and the :class:`RoundsRule`, fitted on the sources
-    playing targets exactly as :func:`simulate_suite_precision` fits them (joint mode)."""
+    """TailoredBench+'s weights (None for ``tailoredbench``) and the rule, as :func:`simulate_suite_precision`'s."""
     check_precision_of(of)
     setup = _one_model(sources, rounds[-1], g_size, distance, method)
     weights, rules = calibrate_rounds(setup, "joint", seed, rounds, check_precision(precision), of, level)
@@ -975,10 +899,9 @@ def new_model_rounds_estimate(
     distance: str = "manhattan",
     seed: int = 0,
 ) -> Stopped:
-    """Where the rule stops a new model among the ``rounds`` it answered (a first part of the plan's), with its
-    estimates and half-widths there: :func:`simulate_suite_precision`'s run 0 for the model as the only target.
+    """Where the rule stops a new model among the ``rounds`` it answered, with its estimates there.
 
-    ``answers``: per benchmark, the model's 0/1 results on all its items, NaN where not asked (never read)."""
+    ``answers``: per benchmark, the model's 0/1 results on all its items, NaN where not asked."""
     setup = _one_model(sources, rounds[-1], g_size, distance, method)
     targets = [np.asarray(a, dtype=float).reshape(1, -1) for a in answers]
     weights = None if weights is None else np.asarray(weights, dtype=float)

@@ -8,19 +8,14 @@ Three steps around two lm-eval runs, each leaving files in a plan folder:
    models (single-target mode) and writes the rest of its probe, the N-set (``n_set.json``).
 3. :func:`estimate` reads the samples on the whole probe and returns the estimate.
 
-Or, instead of step 2, the sequential mode (beyond the paper): :func:`plan_round`, run after
-each lm-eval run, writes the next round's items (``round_1.json``, ...) until the interval is as
-narrow as the requested precision or the maximum budget is reached. Its rounds are TailoredBench's
-growing probe, or (``method="fluid"``) adaptive IRT testing after the G-set: each round the items of
-highest Fisher information at the model's ability so far (:mod:`tailoredbench.methods.fluid`).
+Or, instead of step 2, the sequential mode: :func:`plan_round` writes the next round's items
+(``round_1.json``, ...) after each lm-eval run until the interval is as narrow as requested or the
+maximum budget is reached (TailoredBench's growing probe, or fluid's adaptive IRT testing).
 
-Every step refits from the pinned data with the stored seed (the answer of a simulation's run 0),
-so ``state.json``, a :class:`PlanState` checked whole when read, stays small; only the sequential
-mode's stopping rule is stored. The samples of one plan must come from one model.
-
-A plan folder is one transaction: a command holds its lock from first check to last write, and
-a step's files are put in place together, ``state.json`` last with the sha256 of every other
-file, so a step stopped in between reads as an interrupted plan that ``force`` redoes.
+Every step refits from the pinned data with the stored seed (a simulation's run 0), so ``state.json``
+stays small. A plan folder is one transaction: a command holds its lock from first check to last write,
+and ``state.json`` goes in place last with the sha256 of every other file, so a step stopped in between
+reads as an interrupted plan that ``force`` redoes.
 """
 
 from __future__ import annotations
@@ -620,18 +615,16 @@ def _replaces(files: dict[str, str] | None, force: bool) -> typing.Callable[[str
 
 
 def _sequential(state: PlanState, samples, planned: dict[str, str] | None = None) -> dict:
-    """Replay the sequential mode on the samples: the rule, each round's new items (``round_items``, as far as
-    the answers give them), and where the rule stops, with the items used there (``items_used``).
+    """Replay the sequential mode: the rule, each round's new items, and where the rule stops (``stop``).
 
-    ``stop``: the first answered round meeting the precision, else the last answered. ``planned``: the
-    sha256 of the round files written so far, which a replay must write again (None: not checked).
+    ``planned``: the sha256 of the round files written so far, which a replay must write again (None: not checked).
     """
     plan = state.step
     assert isinstance(plan, Rounds)  # the callers replay a sequential plan only
-    if plan.method == "fluid":
-        return _fluid_sequential(state, samples, planned)
     bench, tb = fitted(state)
     results = _results(state, samples, bench.source.items)
+    if plan.method == "fluid":
+        return _fluid_sequential(state, plan, bench, results, planned)
     rule = plan.rule or tb.stopping_rule(plan.precision, plan.max_budget, plan.round_size, INTERVAL_LEVEL)
     probes = tb.rounds(_on(results, state.g_set_doc_ids, "G-set"), rule.budgets)
     native = tuple(bench.source.models[i] for i in probes[0].native_sources)
@@ -668,13 +661,9 @@ def _fluid_rule(state: PlanState, plan: Rounds, source: np.ndarray) -> StoppingR
     return StoppingRule.calibrate(pseudo, plan.precision, INTERVAL_LEVEL)
 
 
-def _fluid_sequential(state: PlanState, samples, planned: dict[str, str] | None) -> dict:
+def _fluid_sequential(state: PlanState, plan: Rounds, bench, results: dict, planned: dict[str, str] | None) -> dict:
     """:func:`_sequential` for fluid: the adaptive test after the G-set (:func:`fluid.replay`) as far as answered."""
-    plan = state.step
-    assert isinstance(plan, Rounds)
-    bench, _ = fitted(state)
     source, item_ids = bench.source.values, bench.source.items
-    results = _results(state, samples, item_ids)
     _on(results, state.g_set_doc_ids, "G-set")
     rule = plan.rule or _fluid_rule(state, plan, source)
     model = fluid.Fluid().prepare(source, rule.budgets)["model"]  # the fit the calibration's runs make
@@ -692,14 +681,8 @@ def _fluid_sequential(state: PlanState, samples, planned: dict[str, str] | None)
             raise TailoredBenchError(
                 f"the answers differ from those the rounds were planned with ({name} would change)"
             )
-    out = {
-        "bench": bench,
-        "rule": rule,
-        "native": (),
-        "answered": 0,
-        "status": "next round",
-        "round_items": round_items,
-    }
+    out = {"bench": bench, "rule": rule, "native": (), "answered": 0, "status": "next round"}
+    out["round_items"] = round_items
     for index, budget in enumerate(rule.budgets[:answered]):
         value = float(tests.estimates(model, budget)[0])
         hardness = difficulty(value, unlikeness(source, asked[:budget], tests.answers[0, :budget]), budget)
@@ -728,14 +711,10 @@ def plan_round(
 ) -> dict:
     """The sequential mode: after the G-set or a round, write the next round's items or say that it is done.
 
-    Writes ``round_<k>.json`` (the next ``round_size`` items) unless the interval's half-width is
-    at most ``precision`` or ``max_budget`` items were asked. Returns ``status`` (``"next round"``,
-    ``"precision reached"`` or ``"maximum budget reached"``), ``items`` asked, the ``file`` written
-    (or ``None``) and, once a round is answered, the estimate and its interval.
-
-    ``method``: ``"tailoredbench"`` (its growing probe, planned from the G-set) or ``"fluid"`` (the items of
-    highest Fisher information at the ability from every answer so far). A changed answer that would change
-    a round already written is refused, unless ``force`` (the rounds are then planned again from the answers).
+    Writes ``round_<k>.json`` (the next ``round_size`` items) unless the interval's half-width is at most
+    ``precision`` or ``max_budget`` items were asked. Returns ``status``, ``items`` asked, the ``file`` written
+    (or ``None``) and, once a round is answered, the estimate and its interval. ``method``: ``"tailoredbench"``
+    or ``"fluid"``. An answer that would change a round already written is refused, unless ``force``.
     """
     folder = Path(folder)
     with _locked(folder):
