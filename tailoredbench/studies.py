@@ -1138,28 +1138,25 @@ def _gain_clause(part: pd.DataFrame, where: str = "", label: str = "ratio ") -> 
     """
     part = part.sort_values("ratio", kind="stable")
     n, won = len(part), part[part["verdict"] == "gain"]
-    rest = part[part["verdict"] != "gain"]
+    low, high = part.iloc[[0, -1]].itertuples()
 
     def said(r, first=False):
         return f"{suite_title(r.benchmark)} ({label if first else ''}{r.ratio:.2f})"
 
+    if len(won) == n == 1:
+        return f"on its one benchmark{where}, {said(low, True)}"
     if len(won) == n:
-        ends = part.iloc[[0, -1]].itertuples()
-        if n == 1:
-            return f"on its one benchmark{where}, {said(next(ends), True)}"
-        return f"on all {n} benchmarks{where}, most on {said(next(ends), True)} and least on {said(next(ends))}"
-    noted = [
-        f"{suite_title(r.benchmark)} ({r.ratio:.2f}" + (", a loss)" if r.verdict == "loss" else ", within noise)")
-        for r in rest.itertuples()
-    ]
+        return f"on all {n} benchmarks{where}, most on {said(low, True)} and least on {said(high)}"
+    if won.empty and n > 2:
+        ratios = " to ".join(f"{r.ratio:.2f} on {suite_title(r.benchmark)}" for r in (low, high))
+        return f"on none of the {n} benchmarks{where} ({label.replace('ratio', 'ratios')}from {ratios})"
     if won.empty:
-        if n > 2:
-            ends = list(part.iloc[[0, -1]].itertuples())
-            ratios = f"from {ends[0].ratio:.2f} on {suite_title(ends[0].benchmark)} to {ends[1].ratio:.2f} on "
-            ratios += suite_title(ends[1].benchmark)
-            return f"on none of the {n} benchmarks{where} ({label.replace('ratio', 'ratios')}{ratios})"
         ratios = listed(f"{r.ratio:.2f} on {suite_title(r.benchmark)}" for r in part.itertuples())
         return f"on none of the {n} benchmarks{where} ({label}{ratios})"
+    noted = [
+        f"{suite_title(r.benchmark)} ({r.ratio:.2f}" + (", a loss)" if r.verdict == "loss" else ", within noise)")
+        for r in part[part["verdict"] != "gain"].itertuples()
+    ]
     gained = ", ".join(said(r, i == 0) for i, r in enumerate(won.itertuples()))
     return f"on {len(won)} of {n} benchmarks{where}, {gained}; not on {listed(noted)}"
 
