@@ -1267,6 +1267,16 @@ def gains_figure_reading(gains: Mapping[str, pd.DataFrame], marks: tuple[float, 
     )
 
 
+def _modes(summary: pd.DataFrame, method: str) -> pd.DataFrame | None:
+    """``method``'s rows of a suite summary by mode; ``None`` unless it ran both jointly and independently."""
+    rows = summary[summary["method"] == method].set_index("mode")
+    return rows if {"joint", "independent"} <= set(rows.index) else None
+
+
+def _against(rows: pd.DataFrame) -> str:
+    return f"{rows.loc['joint', 'mae']:.4f} against {rows.loc['independent', 'mae']:.4f}"
+
+
 def suite_takeaway(
     summaries: Mapping[str, pd.DataFrame], gains: Mapping[str, pd.DataFrame], method: str = "tailored_plus"
 ) -> list[str]:
@@ -1296,25 +1306,22 @@ def suite_takeaway(
     regressions: list[str] = []
     above: list[bool] = []
     for suite, summary in summaries.items():
-        rows = summary[summary["method"] == method].set_index("mode")
-        if not {"joint", "independent"} <= set(rows.index):
+        rows, regression = _modes(summary, method), _modes(summary, "random_regression")
+        if rows is None:
             continue
-        joint, independent = rows.loc["joint"], rows.loc["independent"]
-        ratio = joint["mae"] / independent["mae"]
+        first, joint = not heads, rows.loc["joint"]
         heads.append(
-            f"{joint['mae']:.4f} against {independent['mae']:.4f}"
-            + (" planned one benchmark at a time" if not heads else "")
-            + f" on {suite} ({'ratio ' if not heads else ''}{ratio:.2f}, {int(joint['items'])} items per target)"
+            _against(rows)
+            + " planned one benchmark at a time" * first
+            + f" on {suite} ({'ratio ' * first}{joint['mae'] / rows.loc['independent', 'mae']:.2f}, "
+            + f"{int(joint['items'])} items per target)"
         )
         covers.append(f"{joint['coverage']:.1%}")
         part = gains[suite]
         part = part[(part["method"] == method) & (part["benchmark"] != "suite mean")].sort_values("ratio")
-        gained.append(_gain_clause(part, f" of {suite}", "ratio " if not gained else ""))
-        regression = summary[summary["method"] == "random_regression"].set_index("mode")
-        if {"joint", "independent"} <= set(regression.index):
-            regressions.append(
-                f"{regression.loc['joint', 'mae']:.4f} against {regression.loc['independent', 'mae']:.4f} on {suite}"
-            )
+        gained.append(_gain_clause(part, f" of {suite}", "ratio " * first))
+        if regression is not None:
+            regressions.append(f"{_against(regression)} on {suite}")
             above.append(regression.loc["joint", "mae"] > joint["mae"])
     if not heads:
         return [f"{name} was not run in both modes, so the joint plan is not compared with the independent one here."]
@@ -1323,13 +1330,8 @@ def suite_takeaway(
     ]
     findings.append(f"It gains beyond two standard errors across targets {'; '.join(gained)}.")
     if regressions:
-        verdict = (
-            f"but stay above joint {name}"
-            if all(above)
-            else f"and below joint {name}"
-            if not any(above)
-            else f"above joint {name} on some suites only"
-        )
+        where = "but stay above" if all(above) else "and below" if not any(above) else "above"
+        verdict = f"{where} joint {name}" + " on some suites only" * (where == "above")
         findings.append(
             f"Random items with a joint regression also fall below their independent MAE ({'; '.join(regressions)}), "
             f"{verdict}."
