@@ -358,6 +358,10 @@ def _at(summary: pd.DataFrame, budget: int) -> pd.DataFrame:
     return summary[summary["budget"] == budget].set_index("method")
 
 
+def _shown(part: pd.DataFrame, method: str, metric: str, decimals: int) -> str:
+    return cell(part.at[method, metric], part.at[method, f"{metric}_se"], decimals)
+
+
 def match(
     summary: pd.DataFrame, budget: int, metric: str = "mae", method: str = TAILORED, paper_only: bool = False
 ) -> Match | None:
@@ -432,10 +436,7 @@ def _later(summary: pd.DataFrame, budget: int, metric: str = "mae") -> str:
     part = _at(summary, budget)
     later = [m for m in part.index if kind_of(m) == "baseline" and m not in PAPER_METHODS]
     decimals = se_decimals(part["mae_se"], least=4)
-    said = [
-        f"{m}, from after the paper, has {cell(part.at[m, metric], part.at[m, f'{metric}_se'], decimals)}"
-        for m in later
-    ]
+    said = [f"{m}, from after the paper, has {_shown(part, m, metric, decimals)}" for m in later]
     return "; " + listed(said) if said else ""
 
 
@@ -452,10 +453,7 @@ def takeaway(summary: pd.DataFrame, paper_mae_at_30=None, method: str = TAILORED
     if head is None:  # nothing to compare: say who leads
         part = _at(summary, budget)
         best = part["mae"].idxmin()
-        return (
-            f"At {budget} items, {over} the lowest MAE is {best}'s: "
-            f"{cell(part.at[best, 'mae'], part.at[best, 'mae_se'], decimals)}."
-        )
+        return f"At {budget} items, {over} the lowest MAE is {best}'s: {_shown(part, best, 'mae', decimals)}."
     budgets = sorted(int(b) for b in summary["budget"].unique())
     name = _called(method)
     decimals = se_decimals([head.se, head.rival_se], least=4)
@@ -508,12 +506,9 @@ def tau_reading(summary: pd.DataFrame) -> str:
     part = _at(summary, budget)
     high, low = part["kendall_tau"].idxmax(), part["kendall_tau"].idxmin()
     decimals = se_decimals(part.loc[[high, low], "kendall_tau_se"])
-
-    def shown(m):
-        return cell(part.at[m, "kendall_tau"], part.at[m, "kendall_tau_se"], decimals)
-
+    shown = [_shown(part, m, "kendall_tau", decimals) for m in (low, high)]
     return (
-        f"At {budget} items tau runs from {shown(low)} ({low}) to {shown(high)} ({high}). A tau of "
+        f"At {budget} items tau runs from {shown[0]} ({low}) to {shown[1]} ({high}). A tau of "
         f"{part.at[low, 'kendall_tau']:.2f} means that of two targets picked at random, the estimates put them in "
         f"the right order {(1 + part.at[low, 'kendall_tau']) / 2:.0%} of the time (when there are no ties)."
     )
