@@ -766,21 +766,11 @@ def coverage_by_split(
     for models, how, split_seed, source, target in cases:
         resplit = Benchmark(f"{name} ({models}, {how} split {split_seed})", source, target, {})
         sim = simulate(resplit, [method], budgets, runs=runs, seed=seed, n_jobs=n_jobs, g_size=g_size, interval=level)
-        spread = coverage_by_target(sim.results).iloc[0]
+        spread = coverage_by_target(sim.results).iloc[0][["coverage", "coverage_se"]]
         means = sim.summary[["mae", "kendall_tau", "width"]].mean()
-        rows.append(
-            {
-                "models": models,
-                "split": how,
-                "split_seed": split_seed,
-                "sources": source.n_models,
-                "targets": target.n_models,
-                "coverage": spread["coverage"],
-                "coverage_se": spread["coverage_se"],
-                **means.to_dict(),
-            }
-        )
-    return pd.DataFrame(rows)
+        rows.append((models, how, split_seed, source.n_models, target.n_models, *spread, *means))
+    columns = ["models", "split", "split_seed", "sources", "targets", "coverage", "coverage_se", *means.index]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def agreement(agrees: bool, partly: bool = False) -> str:
