@@ -1191,9 +1191,7 @@ def gains_reading(gains: pd.DataFrame, predicted: pd.DataFrame, suite_name: str)
     )
     text += _within_noise(each)
     if len(predicted) == 2:
-        return (
-            text + f" Across the source models the two accuracies correlate at r = {predicted['mean_r'].iloc[0]:.2f}."
-        )
+        return text + f" Across the source models the two accuracies correlate at r = {predicted['mean_r'].iat[0]:.2f}."
     worst = each.loc[each.groupby("method", sort=False)["ratio"].idxmax(), ["method", "benchmark"]]
     ranked = predicted.sort_values("r2", ascending=False, kind="stable").set_index("benchmark")
     text += (
@@ -1201,21 +1199,15 @@ def gains_reading(gains: pd.DataFrame, predicted: pd.DataFrame, suite_name: str)
         f"(R² {ranked['r2'].iloc[0]:.2f}, from a least-squares fit on them) and {suite_title(ranked.index[-1])}'s "
         f"least ({ranked['r2'].iloc[-1]:.2f})."
     )
-    least = []
+    least, methods = [], each["method"].nunique()
     for name, part in worst.groupby("benchmark", sort=False):
-        who = (
-            "every method" if len(part) == each["method"].nunique() > 1 else listed(_method(m) for m in part["method"])
-        )
+        who = "every method" if len(part) == methods > 1 else listed(_method(m) for m in part["method"])
         least.append(f"{suite_title(name)}, which gains least for {who}, has R² {ranked.loc[name, 'r2']:.2f}")
     text += " " + "; ".join(least) + "."
     bottom = ranked.index[-1]
     if bottom not in set(worst["benchmark"]):  # the least predicted benchmark still gains more than another
-        ratios = each[each["benchmark"] == bottom]
-        text += (
-            f" {suite_title(bottom)}, the least predicted, has ratios "
-            + listed(f"{r.ratio:.2f} ({_method(r.method)})" for r in ratios.itertuples())
-            + "."
-        )
+        ratios = listed(f"{r.ratio:.2f} ({_method(r.method)})" for r in each[each["benchmark"] == bottom].itertuples())
+        text += f" {suite_title(bottom)}, the least predicted, has ratios {ratios}."
     agree = []
     for method, part in each.groupby("method", sort=False):
         merged = part.merge(predicted, on="benchmark")
@@ -1243,15 +1235,12 @@ def gains_figure_reading(gains: Mapping[str, pd.DataFrame], marks: tuple[float, 
     large, small = each[each["ratio"] <= marks[0]], each[each["ratio"] > marks[1]]
     small_ties = int((small["verdict"] == "tie").sum())
     ties = "all ties" if small_ties == len(small) > 1 else f"{small_ties} {'a tie' if small_ties == 1 else 'ties'}"
-
-    def line(row) -> str:
-        return f"{_method(row['method'])}'s on {suite_title(row['benchmark'])} of {row['suite']}"
-
+    line = [f"{_method(r['method'])}'s on {suite_title(r['benchmark'])} of {r['suite']}" for r in (longest, shortest)]
     ending = f" ({ties})." if len(small) else "."
     return (
         f"Leaving the suite means aside, {(each['ratio'] < 1).sum()} of the {len(each)} (suite, benchmark, method) "
         f"ratios lie below 1, {(each['verdict'] == 'gain').sum()} of them beyond two standard errors across targets. "
-        f"The longest line is {line(longest)} (ratio {longest['ratio']:.2f}); the shortest {line(shortest)} "
+        f"The longest line is {line[0]} (ratio {longest['ratio']:.2f}); the shortest {line[1]} "
         f"({shortest['ratio']:.2f}). {len(large)} ratio{'s' * (len(large) != 1)} {'is' if len(large) == 1 else 'are'} "
         f"{marks[0]:.2f} or below and {len(small)} above {marks[1]:.2f}{ending}"
     )
