@@ -165,13 +165,11 @@ def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
     """
     if len(verdicts) == 1:
         row = verdicts.iloc[0]
-        tied = [label.format(arm) for arm in str(row["tied"]).split(", ")] if not row["clear"] else []
+        if row["clear"]:
+            return f"Lowest MAE: {label.format(row['best'])}; it is clear of the rest by two standard errors."
+        tied = [label.format(arm) for arm in str(row["tied"]).split(", ")]
         verb = "is" if len(tied) == 1 else "are"
-        return f"Lowest MAE: {label.format(row['best'])}; " + (
-            "it is clear of the rest by two standard errors."
-            if row["clear"]
-            else f"{listed(tied)} {verb} within noise of it."
-        )
+        return f"Lowest MAE: {label.format(row['best'])}; {listed(tied)} {verb} within noise of it."
     clear: dict[str, list[str]] = {}
     ties: dict[tuple[str, ...], list[str]] = {}
     for row in verdicts.itertuples():
@@ -286,11 +284,8 @@ def paper_gap(ours: float, ours_se: float, theirs: float) -> str:
     "0.0275 ± 0.0010 against the paper's 0.027, within two standard errors"
     """
     gap = (ours - theirs) / ours_se if ours_se > 0 else np.inf * np.sign(ours - theirs)
-    where = (
-        "within two standard errors"
-        if abs(gap) <= 2
-        else f"{abs(gap):.1f} standard errors {'above' if gap > 0 else 'below'} it"
-    )
+    side = "above" if gap > 0 else "below"
+    where = "within two standard errors" if abs(gap) <= 2 else f"{abs(gap):.1f} standard errors {side} it"
     return f"{ours:.4f} ± {ours_se:.4f} against the paper's {theirs:.3f}, {where}"
 
 
