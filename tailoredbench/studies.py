@@ -1300,9 +1300,9 @@ def suite_takeaway(
     if not heads:
         return [f"{name} was not run in both modes, so the joint plan is not compared with the independent one here."]
     findings = [
-        f"Planned jointly, {name}'s MAE per benchmark is {listed(heads)}, its 90% intervals covering {listed(covers)}."
+        f"Planned jointly, {name}'s MAE per benchmark is {listed(heads)}, its 90% intervals covering {listed(covers)}.",
+        f"It gains beyond two standard errors across targets {'; '.join(gained)}.",
     ]
-    findings.append(f"It gains beyond two standard errors across targets {'; '.join(gained)}.")
     if regressions:
         where = "but stay above" if all(above) else "and below" if not any(above) else "above"
         verdict = f"{where} joint {name}" + " on some suites only" * (where == "above")
