@@ -887,17 +887,15 @@ def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) ->
         return f"{method} and {rival} were not both run at ±{precision:g}, so they are not compared here."
     for name, part in both.groupby("benchmark", sort=False):
         ours, theirs = (part[part["method"] == m].iloc[0] for m in (method, rival))
-        short = [
-            f"{m}: {reach(r['reached'])} reach it"
+        short = "".join(
+            f"; {m}: {reach(r['reached'])} reach it"
             for m, r in ((method, ours), (rival, theirs))
             if r["reached"] < sequential.GOAL_SHARE
-        ]
-        numbers = f"{ours['items']:.1f} items, {ours['coverage']:.0%} cover, against {theirs['items']:.1f}, "
-        numbers += f"{theirs['coverage']:.0%}" + "".join(f"; {s}" for s in short)
-        tie = within_noise(ours["items"], ours["items_se"], theirs["items"], theirs["items_se"])
-        said["tie" if tie else "fewer" if ours["items"] < theirs["items"] else "more"].append(
-            f"{title(name)} ({numbers})"
         )
+        numbers = f"{ours['items']:.1f} items, {ours['coverage']:.0%} cover, against {theirs['items']:.1f}"
+        tie = within_noise(ours["items"], ours["items_se"], theirs["items"], theirs["items_se"])
+        side = "tie" if tie else "fewer" if ours["items"] < theirs["items"] else "more"
+        said[side].append(f"{title(name)} ({numbers}, {theirs['coverage']:.0%}{short})")
     words = {"fewer": f"needs fewer items than {rival} on", "tie": "ties it on", "more": "needs more on"}
     parts = [f"{words[k]} {listed(v)}" for k, v in said.items() if v]
     if not said["fewer"] and parts:
