@@ -358,6 +358,10 @@ def _at(summary: pd.DataFrame, budget: int) -> pd.DataFrame:
     return summary[summary["budget"] == budget].set_index("method")
 
 
+def _shown(part: pd.DataFrame, method: str, metric: str, decimals: int) -> str:
+    return cell(part.at[method, metric], part.at[method, f"{metric}_se"], decimals)
+
+
 def match(
     summary: pd.DataFrame, budget: int, metric: str = "mae", method: str = TAILORED, paper_only: bool = False
 ) -> Match | None:
@@ -432,10 +436,7 @@ def _later(summary: pd.DataFrame, budget: int, metric: str = "mae") -> str:
     part = _at(summary, budget)
     later = [m for m in part.index if kind_of(m) == "baseline" and m not in PAPER_METHODS]
     decimals = se_decimals(part["mae_se"], least=4)
-    said = [
-        f"{m}, from after the paper, has {cell(part.at[m, metric], part.at[m, f'{metric}_se'], decimals)}"
-        for m in later
-    ]
+    said = [f"{m}, from after the paper, has {_shown(part, m, metric, decimals)}" for m in later]
     return "; " + listed(said) if said else ""
 
 
@@ -452,10 +453,7 @@ def takeaway(summary: pd.DataFrame, paper_mae_at_30=None, method: str = TAILORED
     if head is None:  # nothing to compare: say who leads
         part = _at(summary, budget)
         best = part["mae"].idxmin()
-        return (
-            f"At {budget} items, {over} the lowest MAE is {best}'s: "
-            f"{cell(part.at[best, 'mae'], part.at[best, 'mae_se'], decimals)}."
-        )
+        return f"At {budget} items, {over} the lowest MAE is {best}'s: {_shown(part, best, 'mae', decimals)}."
     budgets = sorted(int(b) for b in summary["budget"].unique())
     name = _called(method)
     decimals = se_decimals([head.se, head.rival_se], least=4)
@@ -508,12 +506,9 @@ def tau_reading(summary: pd.DataFrame) -> str:
     part = _at(summary, budget)
     high, low = part["kendall_tau"].idxmax(), part["kendall_tau"].idxmin()
     decimals = se_decimals(part.loc[[high, low], "kendall_tau_se"])
-
-    def shown(m):
-        return cell(part.at[m, "kendall_tau"], part.at[m, "kendall_tau_se"], decimals)
-
+    shown = [_shown(part, m, "kendall_tau", decimals) for m in (low, high)]
     return (
-        f"At {budget} items tau runs from {shown(low)} ({low}) to {shown(high)} ({high}). A tau of "
+        f"At {budget} items tau runs from {shown[0]} ({low}) to {shown[1]} ({high}). A tau of "
         f"{part.at[low, 'kendall_tau']:.2f} means that of two targets picked at random, the estimates put them in "
         f"the right order {(1 + part.at[low, 'kendall_tau']) / 2:.0%} of the time (when there are no ties)."
     )
@@ -696,31 +691,24 @@ def comparison_table(comparison: pd.DataFrame) -> pd.DataFrame:
 
 def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
     """At most three sentences on the main table: TailoredBench per benchmark at ``budget``, the paper, tau."""
-    benchmarks = list(dict.fromkeys(table["benchmark"]))
-    found = {b: match(table[table["benchmark"] == b], budget, paper_only=True) for b in benchmarks}
+    of = {b: table[table["benchmark"] == b] for b in dict.fromkeys(table["benchmark"])}
+    found = {b: match(part, budget, paper_only=True) for b, part in of.items()}
     mae = {b: m for b, m in found.items() if m is not None}
     if not mae:
         return f"No benchmark has TailoredBench and a baseline at {budget} items."
     groups = {o: [b for b, m in mae.items() if m.outcome == o] for o in ("win", "tie", "loss")}
-    parts = []
-    if groups["win"]:
-        wins = []
-        for b in groups["win"]:
-            part = table[table["benchmark"] == b]
-            each = (match(part, int(x), paper_only=True) for x in sorted(part["budget"].unique()))
-            every = [m for m in each if m is not None]
-            if all(m.outcome == "win" for m in every):
-                wins.append(f"{title(b)} (at all {len(every)} budgets)")
-            elif sum(m.outcome == "win" for m in every) == 1:
-                wins.append(f"{title(b)} (at {budget} items only: it {_tally(every)})")
-            else:
-                wins.append(f"{title(b)} (not at every budget: it {_tally(every)})")
-        parts.append("has a lower MAE than every baseline on " + listed(wins))
-    if groups["tie"]:
-        parts.append("ties the best baseline on " + listed(title(b) for b in groups["tie"]))
-    if groups["loss"]:
-        losses = [f"{title(b)} ({mae[b].change(prose=True)} {mae[b].rival}'s)" for b in groups["loss"]]
-        parts.append("is worse on " + listed(losses))
+    wins = []
+    for b in groups["win"]:
+        each = (match(of[b], int(x), paper_only=True) for x in sorted(of[b]["budget"].unique()))
+        every = [m for m in each if m is not None]
+        won = sum(m.outcome == "win" for m in every)
+        when = f"at {budget} items only" if won == 1 else "not at every budget"
+        when = f"at all {len(every)} budgets" if won == len(every) else f"{when}: it {_tally(every)}"
+        wins.append(f"{title(b)} ({when})")
+    losses = [f"{title(b)} ({mae[b].change(prose=True)} {mae[b].rival}'s)" for b in groups["loss"]]
+    parts = [f"has a lower MAE than every baseline on {listed(wins)}"] * bool(wins)
+    parts += [f"ties the best baseline on {listed(title(b) for b in groups['tie'])}"] * bool(groups["tie"])
+    parts += [f"is worse on {listed(losses)}"] * bool(losses)
     sentences = [f"At {budget} items, against the paper's baselines, TailoredBench {listed(parts)}."]
     if paper:
         short = {"reproduced": "reproduced", "a smaller gain": "smaller", "not reproduced": "not reproduced"}
@@ -733,13 +721,11 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
             f"Set beside the paper's gain over its best baseline, its gain over the paper's baselines is "
             f"{listed(said)}."
         )
-    tau = {b: match(table[table["benchmark"] == b], budget, "kendall_tau", paper_only=True) for b in mae}
-    best = [title(b) for b, m in tau.items() if m is not None and m.outcome == "win"]
-    tied = [title(b) for b, m in tau.items() if m is not None and m.outcome == "tie"]
+    tau = {b: match(of[b], budget, "kendall_tau", paper_only=True) for b in mae}
+    best, tied = ([title(b) for b, m in tau.items() if m is not None and m.outcome == o] for o in ("win", "tie"))
     said = [f"ranks the targets best on {listed(best) or 'none'}"]
     said += [f"ties the best baseline on {listed(tied)}"] * bool(tied)
-    noun = "benchmark" if len(tau) == 1 else "benchmarks"
-    sentences.append(f"On Kendall's tau, of {len(tau)} {noun}, it {listed(said)}.")
+    sentences.append(f"On Kendall's tau, of {len(tau)} benchmark{'s' * (len(tau) != 1)}, it {listed(said)}.")
     return " ".join(sentences)
 
 

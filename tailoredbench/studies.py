@@ -165,13 +165,11 @@ def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
     """
     if len(verdicts) == 1:
         row = verdicts.iloc[0]
-        tied = [label.format(arm) for arm in str(row["tied"]).split(", ")] if not row["clear"] else []
+        if row["clear"]:
+            return f"Lowest MAE: {label.format(row['best'])}; it is clear of the rest by two standard errors."
+        tied = [label.format(arm) for arm in str(row["tied"]).split(", ")]
         verb = "is" if len(tied) == 1 else "are"
-        return f"Lowest MAE: {label.format(row['best'])}; " + (
-            "it is clear of the rest by two standard errors."
-            if row["clear"]
-            else f"{listed(tied)} {verb} within noise of it."
-        )
+        return f"Lowest MAE: {label.format(row['best'])}; {listed(tied)} {verb} within noise of it."
     clear: dict[str, list[str]] = {}
     ties: dict[tuple[str, ...], list[str]] = {}
     for row in verdicts.itertuples():
@@ -286,11 +284,8 @@ def paper_gap(ours: float, ours_se: float, theirs: float) -> str:
     "0.0275 ± 0.0010 against the paper's 0.027, within two standard errors"
     """
     gap = (ours - theirs) / ours_se if ours_se > 0 else np.inf * np.sign(ours - theirs)
-    where = (
-        "within two standard errors"
-        if abs(gap) <= 2
-        else f"{abs(gap):.1f} standard errors {'above' if gap > 0 else 'below'} it"
-    )
+    side = "above" if gap > 0 else "below"
+    where = "within two standard errors" if abs(gap) <= 2 else f"{abs(gap):.1f} standard errors {side} it"
     return f"{ours:.4f} ± {ours_se:.4f} against the paper's {theirs:.3f}, {where}"
 
 
@@ -766,21 +761,11 @@ def coverage_by_split(
     for models, how, split_seed, source, target in cases:
         resplit = Benchmark(f"{name} ({models}, {how} split {split_seed})", source, target, {})
         sim = simulate(resplit, [method], budgets, runs=runs, seed=seed, n_jobs=n_jobs, g_size=g_size, interval=level)
-        spread = coverage_by_target(sim.results).iloc[0]
+        spread = coverage_by_target(sim.results).iloc[0][["coverage", "coverage_se"]]
         means = sim.summary[["mae", "kendall_tau", "width"]].mean()
-        rows.append(
-            {
-                "models": models,
-                "split": how,
-                "split_seed": split_seed,
-                "sources": source.n_models,
-                "targets": target.n_models,
-                "coverage": spread["coverage"],
-                "coverage_se": spread["coverage_se"],
-                **means.to_dict(),
-            }
-        )
-    return pd.DataFrame(rows)
+        rows.append((models, how, split_seed, source.n_models, target.n_models, *spread, *means))
+    columns = ["models", "split", "split_seed", "sources", "targets", "coverage", "coverage_se", *means.index]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def agreement(agrees: bool, partly: bool = False) -> str:
@@ -902,17 +887,15 @@ def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) ->
         return f"{method} and {rival} were not both run at ±{precision:g}, so they are not compared here."
     for name, part in both.groupby("benchmark", sort=False):
         ours, theirs = (part[part["method"] == m].iloc[0] for m in (method, rival))
-        short = [
-            f"{m}: {reach(r['reached'])} reach it"
+        short = "".join(
+            f"; {m}: {reach(r['reached'])} reach it"
             for m, r in ((method, ours), (rival, theirs))
             if r["reached"] < sequential.GOAL_SHARE
-        ]
-        numbers = f"{ours['items']:.1f} items, {ours['coverage']:.0%} cover, against {theirs['items']:.1f}, "
-        numbers += f"{theirs['coverage']:.0%}" + "".join(f"; {s}" for s in short)
-        tie = within_noise(ours["items"], ours["items_se"], theirs["items"], theirs["items_se"])
-        said["tie" if tie else "fewer" if ours["items"] < theirs["items"] else "more"].append(
-            f"{title(name)} ({numbers})"
         )
+        numbers = f"{ours['items']:.1f} items, {ours['coverage']:.0%} cover, against {theirs['items']:.1f}"
+        tie = within_noise(ours["items"], ours["items_se"], theirs["items"], theirs["items_se"])
+        side = "tie" if tie else "fewer" if ours["items"] < theirs["items"] else "more"
+        said[side].append(f"{title(name)} ({numbers}, {theirs['coverage']:.0%}{short})")
     words = {"fewer": f"needs fewer items than {rival} on", "tie": "ties it on", "more": "needs more on"}
     parts = [f"{words[k]} {listed(v)}" for k, v in said.items() if v]
     if not said["fewer"] and parts:
@@ -1138,28 +1121,25 @@ def _gain_clause(part: pd.DataFrame, where: str = "", label: str = "ratio ") -> 
     """
     part = part.sort_values("ratio", kind="stable")
     n, won = len(part), part[part["verdict"] == "gain"]
-    rest = part[part["verdict"] != "gain"]
+    low, high = part.iloc[[0, -1]].itertuples()
 
     def said(r, first=False):
         return f"{suite_title(r.benchmark)} ({label if first else ''}{r.ratio:.2f})"
 
+    if len(won) == n == 1:
+        return f"on its one benchmark{where}, {said(low, True)}"
     if len(won) == n:
-        ends = part.iloc[[0, -1]].itertuples()
-        if n == 1:
-            return f"on its one benchmark{where}, {said(next(ends), True)}"
-        return f"on all {n} benchmarks{where}, most on {said(next(ends), True)} and least on {said(next(ends))}"
-    noted = [
-        f"{suite_title(r.benchmark)} ({r.ratio:.2f}" + (", a loss)" if r.verdict == "loss" else ", within noise)")
-        for r in rest.itertuples()
-    ]
+        return f"on all {n} benchmarks{where}, most on {said(low, True)} and least on {said(high)}"
+    if won.empty and n > 2:
+        ratios = " to ".join(f"{r.ratio:.2f} on {suite_title(r.benchmark)}" for r in (low, high))
+        return f"on none of the {n} benchmarks{where} ({label.replace('ratio', 'ratios')}from {ratios})"
     if won.empty:
-        if n > 2:
-            ends = list(part.iloc[[0, -1]].itertuples())
-            ratios = f"from {ends[0].ratio:.2f} on {suite_title(ends[0].benchmark)} to {ends[1].ratio:.2f} on "
-            ratios += suite_title(ends[1].benchmark)
-            return f"on none of the {n} benchmarks{where} ({label.replace('ratio', 'ratios')}{ratios})"
         ratios = listed(f"{r.ratio:.2f} on {suite_title(r.benchmark)}" for r in part.itertuples())
         return f"on none of the {n} benchmarks{where} ({label}{ratios})"
+    noted = [
+        f"{suite_title(r.benchmark)} ({r.ratio:.2f}" + (", a loss)" if r.verdict == "loss" else ", within noise)")
+        for r in part[part["verdict"] != "gain"].itertuples()
+    ]
     gained = ", ".join(said(r, i == 0) for i, r in enumerate(won.itertuples()))
     return f"on {len(won)} of {n} benchmarks{where}, {gained}; not on {listed(noted)}"
 
@@ -1204,9 +1184,7 @@ def gains_reading(gains: pd.DataFrame, predicted: pd.DataFrame, suite_name: str)
     )
     text += _within_noise(each)
     if len(predicted) == 2:
-        return (
-            text + f" Across the source models the two accuracies correlate at r = {predicted['mean_r'].iloc[0]:.2f}."
-        )
+        return text + f" Across the source models the two accuracies correlate at r = {predicted['mean_r'].iat[0]:.2f}."
     worst = each.loc[each.groupby("method", sort=False)["ratio"].idxmax(), ["method", "benchmark"]]
     ranked = predicted.sort_values("r2", ascending=False, kind="stable").set_index("benchmark")
     text += (
@@ -1214,21 +1192,15 @@ def gains_reading(gains: pd.DataFrame, predicted: pd.DataFrame, suite_name: str)
         f"(R² {ranked['r2'].iloc[0]:.2f}, from a least-squares fit on them) and {suite_title(ranked.index[-1])}'s "
         f"least ({ranked['r2'].iloc[-1]:.2f})."
     )
-    least = []
+    least, methods = [], each["method"].nunique()
     for name, part in worst.groupby("benchmark", sort=False):
-        who = (
-            "every method" if len(part) == each["method"].nunique() > 1 else listed(_method(m) for m in part["method"])
-        )
+        who = "every method" if len(part) == methods > 1 else listed(_method(m) for m in part["method"])
         least.append(f"{suite_title(name)}, which gains least for {who}, has R² {ranked.loc[name, 'r2']:.2f}")
     text += " " + "; ".join(least) + "."
     bottom = ranked.index[-1]
     if bottom not in set(worst["benchmark"]):  # the least predicted benchmark still gains more than another
-        ratios = each[each["benchmark"] == bottom]
-        text += (
-            f" {suite_title(bottom)}, the least predicted, has ratios "
-            + listed(f"{r.ratio:.2f} ({_method(r.method)})" for r in ratios.itertuples())
-            + "."
-        )
+        ratios = listed(f"{r.ratio:.2f} ({_method(r.method)})" for r in each[each["benchmark"] == bottom].itertuples())
+        text += f" {suite_title(bottom)}, the least predicted, has ratios {ratios}."
     agree = []
     for method, part in each.groupby("method", sort=False):
         merged = part.merge(predicted, on="benchmark")
@@ -1256,18 +1228,25 @@ def gains_figure_reading(gains: Mapping[str, pd.DataFrame], marks: tuple[float, 
     large, small = each[each["ratio"] <= marks[0]], each[each["ratio"] > marks[1]]
     small_ties = int((small["verdict"] == "tie").sum())
     ties = "all ties" if small_ties == len(small) > 1 else f"{small_ties} {'a tie' if small_ties == 1 else 'ties'}"
-
-    def line(row) -> str:
-        return f"{_method(row['method'])}'s on {suite_title(row['benchmark'])} of {row['suite']}"
-
+    line = [f"{_method(r['method'])}'s on {suite_title(r['benchmark'])} of {r['suite']}" for r in (longest, shortest)]
     ending = f" ({ties})." if len(small) else "."
     return (
         f"Leaving the suite means aside, {(each['ratio'] < 1).sum()} of the {len(each)} (suite, benchmark, method) "
         f"ratios lie below 1, {(each['verdict'] == 'gain').sum()} of them beyond two standard errors across targets. "
-        f"The longest line is {line(longest)} (ratio {longest['ratio']:.2f}); the shortest {line(shortest)} "
+        f"The longest line is {line[0]} (ratio {longest['ratio']:.2f}); the shortest {line[1]} "
         f"({shortest['ratio']:.2f}). {len(large)} ratio{'s' * (len(large) != 1)} {'is' if len(large) == 1 else 'are'} "
         f"{marks[0]:.2f} or below and {len(small)} above {marks[1]:.2f}{ending}"
     )
+
+
+def _modes(summary: pd.DataFrame, method: str) -> pd.DataFrame | None:
+    """``method``'s rows of a suite summary by mode; ``None`` unless it ran both jointly and independently."""
+    rows = summary[summary["method"] == method].set_index("mode")
+    return rows if {"joint", "independent"} <= set(rows.index) else None
+
+
+def _against(rows: pd.DataFrame) -> str:
+    return f"{rows.loc['joint', 'mae']:.4f} against {rows.loc['independent', 'mae']:.4f}"
 
 
 def suite_takeaway(
@@ -1299,40 +1278,32 @@ def suite_takeaway(
     regressions: list[str] = []
     above: list[bool] = []
     for suite, summary in summaries.items():
-        rows = summary[summary["method"] == method].set_index("mode")
-        if not {"joint", "independent"} <= set(rows.index):
+        rows, regression = _modes(summary, method), _modes(summary, "random_regression")
+        if rows is None:
             continue
-        joint, independent = rows.loc["joint"], rows.loc["independent"]
-        ratio = joint["mae"] / independent["mae"]
+        first, joint = not heads, rows.loc["joint"]
         heads.append(
-            f"{joint['mae']:.4f} against {independent['mae']:.4f}"
-            + (" planned one benchmark at a time" if not heads else "")
-            + f" on {suite} ({'ratio ' if not heads else ''}{ratio:.2f}, {int(joint['items'])} items per target)"
+            _against(rows)
+            + " planned one benchmark at a time" * first
+            + f" on {suite} ({'ratio ' * first}{joint['mae'] / rows.loc['independent', 'mae']:.2f}, "
+            + f"{int(joint['items'])} items per target)"
         )
         covers.append(f"{joint['coverage']:.1%}")
         part = gains[suite]
         part = part[(part["method"] == method) & (part["benchmark"] != "suite mean")].sort_values("ratio")
-        gained.append(_gain_clause(part, f" of {suite}", "ratio " if not gained else ""))
-        regression = summary[summary["method"] == "random_regression"].set_index("mode")
-        if {"joint", "independent"} <= set(regression.index):
-            regressions.append(
-                f"{regression.loc['joint', 'mae']:.4f} against {regression.loc['independent', 'mae']:.4f} on {suite}"
-            )
+        gained.append(_gain_clause(part, f" of {suite}", "ratio " * first))
+        if regression is not None:
+            regressions.append(f"{_against(regression)} on {suite}")
             above.append(regression.loc["joint", "mae"] > joint["mae"])
     if not heads:
         return [f"{name} was not run in both modes, so the joint plan is not compared with the independent one here."]
     findings = [
-        f"Planned jointly, {name}'s MAE per benchmark is {listed(heads)}, its 90% intervals covering {listed(covers)}."
+        f"Planned jointly, {name}'s MAE per benchmark is {listed(heads)}, its 90% intervals covering {listed(covers)}.",
+        f"It gains beyond two standard errors across targets {'; '.join(gained)}.",
     ]
-    findings.append(f"It gains beyond two standard errors across targets {'; '.join(gained)}.")
     if regressions:
-        verdict = (
-            f"but stay above joint {name}"
-            if all(above)
-            else f"and below joint {name}"
-            if not any(above)
-            else f"above joint {name} on some suites only"
-        )
+        where = "but stay above" if all(above) else "and below" if not any(above) else "above"
+        verdict = f"{where} joint {name}" + " on some suites only" * (where == "above")
         findings.append(
             f"Random items with a joint regression also fall below their independent MAE ({'; '.join(regressions)}), "
             f"{verdict}."
