@@ -102,9 +102,10 @@ def _averaged(table: pd.DataFrame, key: str, weight: str | None = None) -> pd.Da
     return by_arm(table, keys=[key], weight=weight).assign(**{key: lambda d: d[key].astype(str)})
 
 
-def _grid(cells: pd.DataFrame, index: str, columns: str, name: Callable = str) -> pd.DataFrame:
-    """``cells``' ``cell`` column, ``index`` down in order of appearance, ``columns`` across named by ``name``."""
-    grid = cells.pivot(index=index, columns=columns, values="cell").reindex(list(dict.fromkeys(cells[index])))
+def _grid(cells: pd.DataFrame, index: str, columns: str, name: Callable = str, order=None) -> pd.DataFrame:
+    """``cells``' ``cell`` column, ``index`` down in ``order`` (default: of appearance), ``columns`` across."""
+    order = cells[index] if order is None else order
+    grid = cells.pivot(index=index, columns=columns, values="cell").reindex(list(dict.fromkeys(order)))
     grid.columns = [name(c) for c in grid.columns]
     return grid.reset_index()
 
@@ -361,7 +362,7 @@ def best_grid(table: pd.DataFrame, key: str = "method", by: str = "budget") -> p
         for _, row in per_benchmark(part, key).iterrows():
             text = row["best"] + (f" ≈ {row['tied']}" if row["tied"] else "")
             rows.append({"benchmark": row["benchmark"], by: value, "cell": text})
-    return _grid(pd.DataFrame(rows), "benchmark", by, lambda c: f"{by} {c}")
+    return _grid(pd.DataFrame(rows), "benchmark", by, lambda c: f"{by} {c}", order=table["benchmark"])
 
 
 def arm_summary(table: pd.DataFrame, paper: Mapping, key: str = "arm") -> pd.DataFrame:
@@ -606,7 +607,7 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
     table["meets_coverage"] = [
         coverage_verdict(c, e) in ("inside", "consistent") for c, e in zip(table["coverage"], spread, strict=True)
     ]
-    roles = {faithful: "faithful TailoredBench", _plus(chosen): "TailoredBench+ (chosen)"}
+    roles = {_plus(chosen): "TailoredBench+ (chosen)", faithful: "faithful TailoredBench"}  # faithful wins a tie
     table["role"] = [
         roles.get(m, "variant" if MethodSpec.parse(m).base == "tailored_plus" else "best baseline")
         for m in table["method"]

@@ -484,3 +484,33 @@ def test_gains_reading_says_why_ties_are_ties_and_the_figure_reading_sets_no_goa
     assert "(0.0010 to 0.0030) are each within two of their standard errors across targets (0.0015 to 0.0020)" in text
     figure = studies.gains_figure_reading({"s": gains})
     assert "goal" not in figure and figure.endswith("0 ratios are 0.80 or below and 1 above 0.95 (1 a tie).")
+
+
+def test_best_grid_keeps_the_tables_benchmark_order_when_a_budget_is_missing():
+    table = pd.DataFrame(
+        {
+            "benchmark": ["A", "A", "B", "B", "B", "B"],
+            "budget": [50, 50, 20, 20, 50, 50],
+            "method": ["x", "y"] * 3,
+            "mae": [0.01, 0.02] * 3,
+            "mae_se": [0.001] * 6,
+        }
+    )
+    assert studies.best_grid(table)["benchmark"].tolist() == ["A", "B"]
+
+
+def test_beyond_table_calls_the_faithful_method_faithful_when_it_is_also_the_chosen_one():
+    summary = pd.DataFrame(
+        {
+            "benchmark": ["pope"] * 2,
+            "budget": [20, 20],
+            "method": ["tailored_plus[calibrated]", "gp_irt"],
+            "mae": [0.02, 0.03],
+            "mae_se": [0.001, 0.001],
+            "kendall_tau": [0.8, 0.7],
+            "kendall_tau_se": [0.01, 0.01],
+            "coverage": [0.9, 0.9],
+            "width": [0.1, 0.1],
+        }
+    )
+    assert studies.beyond_table(summary, "calibrated")["role"].tolist() == ["faithful TailoredBench", "best baseline"]

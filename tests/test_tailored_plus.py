@@ -175,3 +175,11 @@ def test_each_variant_computes_only_the_estimates_it_reads(matrices):
         assert tailored.combine(parts, variant, weights) == tailored.combine(every, variant, weights)
     assert set(tailored.needed(["stacked"])) == set(tailored_plus.COMPONENTS)
     assert tailored.needed(["mix", "neighbours"]) == ("calibrated", "regression", "neighbours")
+
+
+def test_run_refuses_an_option_it_does_not_know():
+    source, target = synthetic_matrix(12, 40, seed=0), synthetic_matrix(3, 40, seed=1)
+    method = tailored_plus.TailoredPlus()
+    prepared = method.prepare(source, [15], variants=("calibrated",))
+    with pytest.raises(TypeError, match="n_native"):
+        method.run(prepared, source, [{15: Oracle(target, budget=15)}], [(0, 0)], variants=("calibrated",), n_native=2)

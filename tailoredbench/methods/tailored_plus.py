@@ -106,8 +106,10 @@ class TailoredPlus(Method):
             prepared["weights"] = stack_weights(source, budgets, seed=seed, **options)
         return prepared
 
-    def run(self, prepared, source, oracles, keys, *, variants=(DEFAULT_VARIANT,), **options):
+    def run(self, prepared, source, oracles, keys, *, variants=(DEFAULT_VARIANT,), weights=None, **options):
         """Every variant from one pass over TailoredBench's probes (``weights`` took effect in :meth:`prepare`)."""
+        for key in options.keys() - {"g_size", "distance", "grow"}:  # a misspelt option must not pass unseen
+            raise TypeError(f"TailoredPlus.run() got an unexpected keyword argument {key!r}")
         estimates = [{v: {b: np.empty(run[b].n_targets) for b in run} for v in variants} for run in oracles]
         names = needed(variants)
         for i, budget, a in probes_of_runs(prepared, source, oracles, keys, **self._probe_options(options)):
