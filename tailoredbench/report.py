@@ -47,6 +47,8 @@ def write_table(table: pd.DataFrame, directory: str | Path, name: str) -> None:
 def se_decimals(ses, least: int = 3, most: int = 4) -> int:
     """Decimals at which every standard error shows a digit, from ``least`` to ``most``.
 
+    Examples
+    --------
     >>> se_decimals([0.0012, 0.004]), se_decimals([0.00026, 0.004]), se_decimals([0.0, 0.004])
     (3, 4, 3)
     """
@@ -332,6 +334,8 @@ class Match:
 
         With ``prose``, words that go before "the best baseline's" in a sentence.
 
+        Examples
+        --------
         >>> Match(30, "mae", "tailoredbench", 0.0280, 0.0002, "gp_irt", 0.0250, 0.0002).change()
         '12% worse'
         >>> Match(30, "mae", "tailoredbench", 0.0583, 0.0059, "gp_irt", 0.0123, 0.0001).change(prose=True)
@@ -384,6 +388,8 @@ def match(
 def _tally(matches) -> str:
     """How often a method beats, ties and trails the best baseline, over the budgets of ``matches``.
 
+    Examples
+    --------
     >>> win, loss = Match(20, "mae", "t", 1, 0.01, "b", 2, 0.01), Match(30, "mae", "t", 2, 0.01, "b", 1, 0.01)
     >>> _tally([win, win]), _tally([win, loss, loss])
     ('beats every baseline at all 2 budgets', 'beats every baseline at 1 and trails the best at 2 of the 3 budgets')

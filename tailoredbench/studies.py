@@ -1,8 +1,17 @@
-"""The paper's analysis studies and the beyond-the-paper, precision and suite notebooks' tables and readings.
+"""The paper's analysis studies: ablations, native sources, budget scaling, families, embeddings.
 
-A study notebook runs TailoredBench over settings ("arms") with the same seeds (:func:`sweep`, a
-paired comparison), averages over benchmarks with :func:`by_arm` as the paper does, and sets the
-paper's figure beside ours (:func:`paper_table`).
+Each study notebook (``notebooks/study_*.ipynb``) is a few calls into this module:
+:func:`sweep` runs TailoredBench under several settings ("arms") on several
+benchmarks with the same seeds (a paired comparison), :func:`by_arm` averages over
+benchmarks as the paper does, :func:`paper_table` sets the paper's figure beside
+ours, and :func:`tailoredbench.report.write_study` writes ``tables/``, ``figures/`` and
+``metrics.json``.
+The beyond-the-paper notebook uses :func:`compare_on_sources` (TailoredBench+'s
+variants with source models only), :func:`beyond_table`, :func:`normalisation_table`
+(how the intervals scale, on source models) and :func:`coverage_by_target` and
+:func:`coverage_by_split` (how far an interval's coverage depends on which models are
+the targets). The suite notebook reads a suite's simulation through :func:`joint_gains`
+(joint against independent, per benchmark), :func:`predictability` and :func:`suite_takeaway`.
 """
 
 from __future__ import annotations
@@ -48,11 +57,21 @@ def sweep(
     n_jobs: int = 1,
     methods: Sequence[str] = ("tailoredbench",),
 ) -> pd.DataFrame:
-    """Run every arm on every benchmark, with the same seeds; one summary row per (benchmark, arm, method, budget).
+    """Run every arm on every benchmark; one summary row per (benchmark, arm, method, budget).
 
-    ``arms`` maps a label to keyword arguments of :func:`simulate` (``g_size``, ``method_options``, ...),
-    or to a callable that returns them from the :class:`Benchmark` (for settings that depend on it).
+    Parameters
+    ----------
+    benchmarks : sequence of str
+    arms : mapping of label to keyword arguments of :func:`simulate`
+        (``g_size``, ``distance``, ``method_options``, ...); a callable instead is
+        called with the :class:`Benchmark` and returns them (for settings that
+        depend on the source count).
+    budget : int or sequence of int
+    runs, seed, n_jobs, methods
+        As for :func:`simulate`; every arm uses the same seeds.
 
+    Examples
+    --------
     >>> table = sweep(["pope"], {"on": {}, "off": {"method_options": {"calibrate": False}}}, budget=20, runs=2)
     >>> table[["benchmark", "targets", "arm"]].values.tolist()
     [['pope', 5, 'on'], ['pope', 5, 'off']]
@@ -73,9 +92,12 @@ def sweep(
 def by_arm(table: pd.DataFrame, keys=("arm",), weight: str | None = None) -> pd.DataFrame:
     """The mean over benchmarks of MAE and Kendall's tau per arm (the paper's averaging), with its standard error.
 
-    Each benchmark counts once, or in proportion to its ``weight`` column; the standard error (where
-    ``table`` has ``mae_se`` and ``kendall_tau_se``) is that of a weighted sum of independent means.
+    Each benchmark counts once, or in proportion to its ``weight`` column (``"targets"``: a benchmark
+    of 150 target models counts 30 times one of 5). Where ``table`` has ``mae_se`` and
+    ``kendall_tau_se``, the mean's standard error is that of a weighted sum of independent means.
 
+    Examples
+    --------
     >>> table = pd.DataFrame({"arm": ["a", "a"], "mae": [0.02, 0.06], "mae_se": [0.003, 0.004],
     ...                       "kendall_tau": [0.8, 0.4], "kendall_tau_se": [0.01, 0.01], "targets": [150, 50]})
     >>> by_arm(table).round(4).to_dict("records")
@@ -117,6 +139,8 @@ def per_benchmark(table: pd.DataFrame, key: str = "arm") -> pd.DataFrame:
     returns at one budget). ``clear`` says the best arm's MAE is more than two standard errors
     of the difference below every other arm's (:func:`~tailoredbench.metrics.within_noise`).
 
+    Examples
+    --------
     >>> table = pd.DataFrame({"benchmark": ["x", "x", "y", "y"], "arm": ["a", "b", "a", "b"],
     ...                       "mae": [0.030, 0.050, 0.0609, 0.0609], "mae_se": [0.001, 0.001, 0.003, 0.004]})
     >>> per_benchmark(table)[["benchmark", "best", "tied", "clear"]].values.tolist()
@@ -158,6 +182,8 @@ def best_by_benchmark(verdicts: pd.DataFrame, label: str = "{}") -> str:
     ``label`` formats an arm (``"G-set {}"``). Arms within noise of the lowest are a tie, named alike
     whichever of them happens to be lowest (two identical arms included).
 
+    Examples
+    --------
     >>> verdicts = pd.DataFrame({"benchmark": ["x", "y", "z"], "best": ["a", "a", "b"], "tied": ["", "b", "a"],
     ...                          "clear": [True, False, False]})
     >>> print(best_by_benchmark(verdicts, "arm {}"))  # doctest: +NORMALIZE_WHITESPACE
@@ -198,6 +224,8 @@ def gap_shares(table: pd.DataFrame, a: str, b: str, key: str = "arm") -> pd.Data
     benchmark with more than half of it makes the average on its own. ``without_tie``: whether
     the two arms are within noise once that benchmark is left out.
 
+    Examples
+    --------
     >>> table = pd.DataFrame({"benchmark": ["x", "x", "y", "y"], "arm": ["5", "10"] * 2,
     ...                       "mae": [0.03, 0.031, 0.03, 0.06], "mae_se": [0.001, 0.001, 0.01, 0.01]})
     >>> gap_shares(table, "5", "10")[["benchmark", "share", "without_tie"]].round(2).values.tolist()
@@ -233,6 +261,8 @@ def gap_shares(table: pd.DataFrame, a: str, b: str, key: str = "arm") -> pd.Data
 def mean_verdict(table: pd.DataFrame, key: str = "arm", label: str = "{}") -> str:
     """The average over benchmarks in one sentence: its best arm against the next, and whether one benchmark makes it.
 
+    Examples
+    --------
     >>> table = pd.DataFrame({"benchmark": ["x", "x", "y", "y"], "arm": ["5", "10"] * 2,
     ...                       "mae": [0.03, 0.031, 0.03, 0.06], "mae_se": [0.001, 0.001, 0.003, 0.003]})
     >>> print(mean_verdict(table, label="G-set {}"))  # doctest: +NORMALIZE_WHITESPACE
@@ -279,6 +309,8 @@ def _weighted(table: pd.DataFrame, key: str, label: str) -> str:
 def paper_gap(ours: float, ours_se: float, theirs: float) -> str:
     """Our mean beside the paper's figure, the gap in our standard errors (the paper gives none).
 
+    Examples
+    --------
     >>> paper_gap(0.0322, 0.0010, 0.027)
     "0.0322 ± 0.0010 against the paper's 0.027, 5.2 standard errors above it"
     >>> paper_gap(0.0275, 0.0010, 0.027)
@@ -317,6 +349,8 @@ def readable(table: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:
     Other float columns keep ``decimals`` decimals (the paper's, ``paper*``, the three it prints); a
     missing value is left blank.
 
+    Examples
+    --------
     >>> table = pd.DataFrame({"arm": ["a"], "mae": [0.04123], "mae_se": [0.00081], "paper_mae": [0.027]})
     >>> readable(table).iloc[0].tolist()
     ['a', '0.0412 ±\xa00.0008', '0.027']
@@ -368,8 +402,9 @@ def best_grid(table: pd.DataFrame, key: str = "method", by: str = "budget") -> p
 def arm_summary(table: pd.DataFrame, paper: Mapping, key: str = "arm") -> pd.DataFrame:
     """Per arm: the mean over benchmarks, the mean weighted by target count, and the paper's figures.
 
-    ``weighted_mae`` counts each benchmark in proportion to its targets, so that a benchmark of five
-    target models cannot make the average on its own.
+    MAE and tau with their standard errors (:func:`by_arm`); ``weighted_mae`` counts each
+    benchmark in proportion to its targets, so that a benchmark of five target models cannot
+    make the average on its own.
     """
     mean = paper_table(by_arm(table, keys=[key]), paper, key)
     weighted = by_arm(table, keys=[key], weight="targets").rename(
@@ -434,8 +469,8 @@ def adaptive_counts(bench: Benchmark, runs: int, seed: int = 0, g_size: int = 10
 def native_families(bench: Benchmark, runs: int = 10, seed: int = 0, g_size: int = 10) -> pd.DataFrame:
     """Share of each source family among the native sources of each target family.
 
-    One row per (target family, source family): ``share`` of the native sources (pooled over runs),
-    ``base`` (of all sources) and ``targets``.
+    Returns one row per (target family, source family) with ``share`` (of the
+    native sources, pooled over runs), ``base`` (of all sources) and ``targets``.
     """
     source, target = bench.source.values, bench.target.values
     points = binary_points(source.T, "manhattan")
@@ -474,10 +509,13 @@ def own_family(frame: pd.DataFrame, min_targets: int = 3) -> pd.DataFrame:
 
 
 def coreset_distances(bench: Benchmark, budget: int = 30, seed: int = 0) -> dict:
-    """A static coreset's clusters (K-Medoids on the source embedding), and their tightness under sources and targets.
+    """A static coreset's clusters, and their tightness seen by source and by target models.
 
-    Each item's Manhattan distance to its medoid is measured in both z-scored embeddings with the
-    same clusters: looser clusters under the targets mean the coreset represents them worse.
+    The coreset is K-Medoids (Manhattan) on items embedded by the z-scored source
+    models. Each item's Manhattan distance to its cluster's medoid is measured in
+    the source embedding and in the target embedding (z-scored target models), with
+    the same clusters: looser clusters under the targets mean the coreset
+    represents them worse.
     """
     source, target = bench.source.values, bench.target.values
     result = k_medoids_binary(binary_points(source.T), budget, random_state=rng.stream((seed, rng.CORESET)))
@@ -516,11 +554,18 @@ def compare_on_sources(
     seed: int = 0,
     n_jobs: int = 1,
 ) -> pd.DataFrame:
-    """Per variant and benchmark, the MAE over budgets and its ratio to calibration's, on source models only.
+    """Every variant's MAE relative to calibration, using source models only.
 
-    The *source* models are split (accuracy-stratified interleave) into pseudo-sources and
-    pseudo-targets, so no target is seen: what a user can check before trusting a variant.
-    A ``mean`` row per variant averages over benchmarks.
+    On each benchmark the *source* models are split (accuracy-stratified interleave)
+    into pseudo-sources and pseudo-targets; every variant runs at the benchmark's
+    budgets. The targets are never loaded into the simulation: this is what a user
+    can see before trusting a variant.
+
+    Returns
+    -------
+    DataFrame
+        Per variant and benchmark, the MAE over budgets and its ratio to the
+        calibrated estimate's, and a ``mean`` row per variant.
     """
     rows = []
     for name in benchmarks:
@@ -562,6 +607,8 @@ def ratio_se(a: float, a_se: float, b: float, b_se: float) -> float:
 def coverage_verdict(coverage: float, se: float, goal=None) -> str:
     """``inside`` the goal (85-95%), ``consistent`` with it (outside, within two standard errors), ``below``, ``above``.
 
+    Examples
+    --------
     >>> coverage_verdict(0.931, 0.014), coverage_verdict(0.954, 0.014), coverage_verdict(0.80, 0.01)
     ('inside', 'consistent', 'below')
     """
@@ -581,11 +628,14 @@ COVERAGE_RANGE = (0.85, 0.95)
 def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per benchmark and method: MAE, tau, coverage and width over budgets, against the faithful method.
 
-    ``summary``: the simulations' summaries with a ``benchmark`` column, including
-    ``tailored_plus[calibrated]`` (the faithful estimate); ``spread`` adds :func:`coverage_by_target`'s
-    ``coverage_se``. ``meets_mae``: the ratio within :data:`MAE_TARGET` (else 1) and a tau not lower;
-    ``meets_coverage``: :func:`coverage_verdict`. ``mae_se`` is the mean of the budgets' standard errors,
-    as the budgets share their runs and their errors go together.
+    ``summary`` is the concatenated simulation summaries with a ``benchmark``
+    column, including ``tailored_plus[calibrated]`` (the faithful estimate).
+    ``spread``, if given, adds the ``coverage_se`` of :func:`coverage_by_target`
+    (with a ``benchmark`` column). ``meets_mae`` checks the ratio target (<= 0.9 on
+    GSM8K and ARC, <= 1 elsewhere) and a tau not lower; ``meets_coverage`` the 85-95%
+    range within two of ``coverage_se`` (:func:`coverage_verdict`); ``mae_ratio_se`` is
+    :func:`ratio_se`. ``mae_se`` is the mean over budgets of each budget's standard error: the budgets
+    share their runs, so the errors of their MAEs go together, and this bound does not assume otherwise.
     """
     faithful = _plus("calibrated")
     means = ["mae", "mae_se", "kendall_tau", "kendall_tau_se", "coverage", "width"]
@@ -620,8 +670,9 @@ def beyond_table(summary: pd.DataFrame, chosen: str, spread: pd.DataFrame | None
 def beyond_headline(table: pd.DataFrame) -> pd.DataFrame:
     """Per benchmark, from :func:`beyond_table`: the faithful method, TailoredBench+ and the best baseline.
 
-    MAE over budgets, TailoredBench+'s ratio to the faithful method's and whether it is ``lower``,
-    ``higher`` or a ``tie``, and TailoredBench+'s coverage with its standard error across targets.
+    MAE over budgets with its standard error, TailoredBench+'s MAE as a ratio to the faithful
+    method's and whether the two differ beyond noise (``lower``, ``higher`` or ``tie``), and
+    TailoredBench+'s interval coverage with its standard error across targets.
     """
     rows = []
     for benchmark, part in table.groupby("benchmark", sort=False):
@@ -657,6 +708,8 @@ def below_best_baseline(headline: pd.DataFrame) -> str:
     """One sentence: on how many benchmarks TailoredBench+ is below the best baseline (:func:`beyond_headline`), and
     which best baselines came after the paper, said so, lest they be read as the paper's baselines.
 
+    Examples
+    --------
     >>> headline = pd.DataFrame({"benchmark": ["gsm8k", "pope", "x"], "TailoredBench+": 0.02,
     ...                          "best baseline": ["gp_irt", "fluid", "fluid"], "baseline": [0.03, 0.01, 0.03]})
     >>> print(below_best_baseline(headline))  # doctest: +NORMALIZE_WHITESPACE
@@ -690,9 +743,12 @@ def normalisation_table(
     """How wide each of :data:`~tailoredbench.conformal.NORMALISATIONS` makes the intervals, on source models only.
 
     ``calibrations`` maps a benchmark to its simulation's ``calibration`` (per
-    method and budget, the left-out sources that calibrated the intervals). Per method, the mean width
-    over budgets (:meth:`~tailoredbench.conformal.PseudoTargets.width`) and its ratio to no
-    normalisation; ``mean`` rows average over benchmarks, ``all`` rows over methods too.
+    method and budget, the left-out sources that calibrated the intervals). For each
+    method of ``methods``, the mean width over budgets of intervals calibrated on
+    those sources (:meth:`~tailoredbench.conformal.PseudoTargets.width`) and its
+    ratio to no normalisation; ``mean`` rows average the ratios over benchmarks, and
+    ``all`` rows over methods too. The normalisation with the lowest ``all`` ratio
+    is the one a user would choose without seeing any target.
     """
     rows = []
     for benchmark, calibration in calibrations.items():
@@ -715,9 +771,12 @@ def normalisation_table(
 def coverage_by_target(results: pd.DataFrame) -> pd.DataFrame:
     """Per method: interval coverage over all targets, runs and budgets, and its standard error across targets.
 
-    Each target's coverage is one observation: the standard error says how much the figure would move
-    with other target models, which more runs cannot reduce.
+    Each target's coverage over its runs and budgets is one observation: the
+    standard error (their spread over ``sqrt(n_targets)``) says how much the figure
+    would move with another set of target models, which a run count cannot reduce.
 
+    Examples
+    --------
     >>> results = pd.DataFrame({"method": "m", "target": ["a", "a", "b", "b"], "true": 0.5,
     ...                         "interval_low": [0.4, 0.6, 0.4, 0.4], "interval_high": 0.6})
     >>> coverage_by_target(results).round(3).to_dict("records")
@@ -743,10 +802,19 @@ def coverage_by_split(
 ) -> pd.DataFrame:
     """Interval coverage of ``method`` when benchmark ``name``'s models are split into sources and targets otherwise.
 
-    The models are pooled and split again by each ``(how, split_seed)`` of ``splits``
-    (:func:`~tailoredbench.datasets.matrix.split_models`); a last row (``models`` "sources only")
-    splits the source models alone, the check a user can run without any target result. One row
-    per split: coverage with its standard error across targets, and width, MAE and tau over budgets.
+    The benchmark's source and target models are pooled and split again by each
+    ``(how, split_seed)`` of ``splits`` (:func:`~tailoredbench.datasets.matrix.split_models`).
+    A last row splits the source models alone (accuracy-stratified interleave, as
+    :func:`compare_on_sources` does): the check a user can run without any target
+    result. The interval is calibrated on each split's own sources, as always.
+
+    Returns
+    -------
+    DataFrame
+        One row per split: ``models`` (``all`` or ``sources only``), ``split``,
+        ``split_seed``, ``coverage`` and its ``coverage_se`` across targets
+        (:func:`coverage_by_target`), mean ``width``, ``mae`` and ``kendall_tau``
+        averaged over the benchmark's budgets.
     """
     bench, g_size = study_benchmark(name, seed)
     budgets = SPECS[name].budgets
@@ -772,6 +840,8 @@ def coverage_by_split(
 def agreement(agrees: bool, partly: bool = False) -> str:
     """The closing words of a finding.
 
+    Examples
+    --------
     >>> agreement(False, partly=True)
     'Agrees in part with the paper.'
     """
@@ -787,9 +857,10 @@ def agreement(agrees: bool, partly: bool = False) -> str:
 def items_by_precision(rounds_of: Mapping[str, Simulation], precisions: Sequence[float]) -> pd.DataFrame:
     """Per benchmark, precision and method: the items the sequential mode asks and the coverage where it stops.
 
-    ``rounds_of`` maps a benchmark to its :func:`~tailoredbench.sequential.simulate_rounds`. The standard
-    errors are across targets, as in :func:`coverage_by_target`; ``reached`` is the share of (target,
-    run) that reached the precision by the maximum budget.
+    ``rounds_of`` maps a benchmark to its :func:`~tailoredbench.sequential.simulate_rounds`. Each
+    target's mean over runs is one observation: ``items_se`` and ``coverage_se`` are their spread
+    across targets over ``sqrt(n_targets)``, as in :func:`coverage_by_target`. ``reached`` is the
+    share of (target, run) that reached the precision by the maximum budget.
     """
     rows = []
     for name, rounds in rounds_of.items():
@@ -822,6 +893,8 @@ def fewest_items(items: pd.DataFrame, share: float = sequential.GOAL_SHARE) -> p
     when no method brings ``share`` of the targets to the precision by the maximum budget; the
     row gives that method's items and coverage (the lowest's, for a tie).
 
+    Examples
+    --------
     >>> items = pd.DataFrame({"benchmark": "x", "precision": [0.05, 0.05, 0.1, 0.1], "method": ["a", "b"] * 2,
     ...                       "items": [40.0, 30.0, 15.0, 15.5], "items_se": 1.0, "reached": [0.95, 0.92, 1, 1],
     ...                       "coverage": 0.9, "coverage_se": 0.01})
@@ -845,6 +918,8 @@ def fewest_items(items: pd.DataFrame, share: float = sequential.GOAL_SHARE) -> p
 def reach(share: float, goal: float = sequential.GOAL_SHARE) -> str:
     """A share of targets short of ``goal``, as a percentage that never rounds up to the goal.
 
+    Examples
+    --------
     >>> reach(0.19), reach(0.896), reach(0.8996), reach(1.0)
     ('19%', '89.6%', '89.9%', '100%')
     """
@@ -876,6 +951,8 @@ def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) ->
     ``items`` is :func:`items_by_precision`'s table; a gap within noise is a tie, and a method that brings
     fewer than :data:`~tailoredbench.sequential.GOAL_SHARE` of the targets to the precision says how many.
 
+    Examples
+    --------
     >>> items = pd.DataFrame({"benchmark": "gsm8k", "precision": 0.06, "method": ["a", "b"], "items": [20.0, 30.0],
     ...                       "items_se": 1.0, "reached": 1.0, "coverage": 0.9, "coverage_se": 0.01})
     >>> versus_at(items, "a", "b", 0.06)
@@ -943,6 +1020,8 @@ def _percent_se(se: float) -> str:
 def suite_table(summary: pd.DataFrame) -> pd.DataFrame:
     """:attr:`~tailoredbench.suite.SuiteSimulation.summary` for reading: per mode and method, "mean ± se" cells.
 
+    Examples
+    --------
     >>> summary = pd.DataFrame({"mode": ["joint"], "method": ["tailored_plus"], "mae": [0.01904], "mae_se": [0.0003],
     ...                         "suite_mae": [0.01046], "suite_mae_se": [0.0001], "coverage": [0.8994],
     ...                         "coverage_se": [0.0013], "suite_coverage": [0.9045], "items": [100], "runs": [3]})
@@ -972,6 +1051,8 @@ def suite_table(summary: pd.DataFrame) -> pd.DataFrame:
 def suite_summary_reading(summary: pd.DataFrame, suite_name: str, goal=COVERAGE_RANGE) -> str:
     """:func:`suite_table` in prose: the lowest MAE per benchmark and of the suite mean, and how the intervals cover.
 
+    Examples
+    --------
     >>> summary = pd.DataFrame({"mode": ["joint", "independent"], "method": "tailored_plus", "mae": [0.019, 0.0214],
     ...                         "mae_se": 0.0001, "suite_mae": [0.0105, 0.0113], "coverage": [0.899, 0.96],
     ...                         "coverage_se": 0.002})
@@ -1023,6 +1104,8 @@ def joint_gains(results: pd.DataFrame, methods: Sequence[str] = SUITE_JOINT) -> 
     ``difference_se`` its standard error across targets (each target's absolute error averaged over runs,
     paired between the modes). ``verdict``: ``gain`` or ``loss`` beyond two such standard errors, else ``tie``.
 
+    Examples
+    --------
     >>> rows = [(r, mode, "m", "b", t, 0.5, 0.5 + e) for r in range(2) for t, (j, i) in enumerate(
     ...         [(0.01, 0.02), (0.02, 0.03), (0.01, 0.03)]) for mode, e in (("joint", j), ("independent", i))]
     >>> results = pd.DataFrame(rows, columns=["run", "mode", "method", "benchmark", "target", "true", "estimate"])
@@ -1085,6 +1168,8 @@ def predictability(suite) -> pd.DataFrame:
     """Per benchmark, across the source models: the mean correlation of its accuracy with the others', and the R²
     of a least-squares fit of its accuracy on all the others' (how much of it the rest of the suite predicts).
 
+    Examples
+    --------
     >>> from tailoredbench.datasets.matrix import ResponseMatrix
     >>> from tailoredbench.datasets.suites import Suite
     >>> rng = np.random.default_rng(0)  # SYNTHETIC: b follows a, c is noise
@@ -1164,6 +1249,8 @@ def gains_reading(gains: pd.DataFrame, predicted: pd.DataFrame, suite_name: str)
 
     ``gains`` is :func:`joint_gains`'s table of one suite, ``predicted`` :func:`predictability`'s.
 
+    Examples
+    --------
     >>> gains = pd.DataFrame({"method": ["tailored_plus"] * 3, "benchmark": ["x", "y", "suite mean"],
     ...                       "ratio": [0.85, 0.97, 0.9], "verdict": ["gain", "tie", "gain"]})
     >>> predicted = pd.DataFrame({"benchmark": ["x", "y"], "mean_r": [0.6, 0.6], "r2": [0.36, 0.36]})
@@ -1216,6 +1303,8 @@ def gains_figure_reading(gains: Mapping[str, pd.DataFrame], marks: tuple[float, 
     """The suite figure in prose: how many (suite, benchmark, method) ratios fall below 1, the extremes, and how
     many are at most ``marks[0]`` (a large gain) or above ``marks[1]`` (a small one), the suite means left out.
 
+    Examples
+    --------
     >>> gains = {"s": pd.DataFrame({"method": "tailored_plus", "benchmark": ["x", "y", "suite mean"],
     ...                             "ratio": [0.78, 0.97, 0.9], "verdict": ["gain", "tie", "gain"]})}
     >>> print(gains_figure_reading(gains))  # doctest: +NORMALIZE_WHITESPACE
@@ -1259,6 +1348,8 @@ def suite_takeaway(
     ``summaries`` and ``gains`` map a suite's name to its :attr:`~tailoredbench.suite.SuiteSimulation.summary`
     and :func:`joint_gains` table.
 
+    Examples
+    --------
     >>> summary = pd.DataFrame({"mode": ["joint", "independent"] * 2, "method": ["tailored_plus"] * 2 + [
     ...     "random_regression"] * 2, "mae": [0.019, 0.0214, 0.0273, 0.0338], "coverage": 0.899, "items": 100})
     >>> gains = pd.DataFrame({"method": "tailored_plus", "benchmark": ["x", "y", "suite mean"],

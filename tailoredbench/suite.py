@@ -2,11 +2,15 @@
 
 In the **joint** mode a target answers every benchmark's G-set first, and its native sources are the
 sources that answer *all* the G-sets most like it (:func:`~tailoredbench.tailored.ranked_sources` on the
-G-sets side by side); each N-set is chosen from those sources, and TailoredBench+ reads the answers on every
-probe. The **independent** mode is the per-benchmark method (:func:`tailoredbench.simulate.simulate`'s
-estimates). Random items with ridge regression has both modes (jointly, on every benchmark's random items, as
-metabench suggests); gp-IRT and Random run per benchmark. Stacking weights and 90% intervals are fitted on
-source models playing targets, per benchmark and for the suite's mean accuracy.
+G-sets side by side); each benchmark's N-set is then chosen from those sources, and TailoredBench+'s
+regressions and agreement weights read the target's answers on every benchmark's probe. The
+**independent** mode is the faithful per-benchmark method, run on each benchmark alone (its estimates are
+those of :func:`tailoredbench.simulate.simulate`). Random items with ridge regression gets the same two
+modes (the joint one regresses each benchmark's accuracy on the random items of every benchmark, as
+metabench and Zhang et al. 2025 suggest); gp-IRT and Random run per benchmark, the tinyBenchmarks way.
+
+Stacking weights and 90% intervals are fitted on source models playing targets (:data:`STACK_FOLDS` and
+:data:`INTERVAL_FOLDS` folds of the sources), per benchmark and for the suite's mean accuracy.
 """
 
 from __future__ import annotations
@@ -82,7 +86,7 @@ class SuiteSimulation:
 
 @dataclass(frozen=True)
 class _Setup:
-    """What every run shares: the sources, the budgets and the settings."""
+    """What every run shares: the sources, the budgets, the settings and what was fitted on the sources."""
 
     sources: tuple[np.ndarray, ...]
     budgets: tuple[int, ...]
@@ -92,7 +96,8 @@ class _Setup:
 
 
 def _run(setup: _Setup, targets: Sequence[np.ndarray], key, mode: str, weights=None) -> dict[str, dict]:
-    """One run of the joint methods: per method, estimates and unlikeness (benchmarks x targets), and components."""
+    """One run of the joint methods in ``mode`` on ``targets``: per method, each benchmark's estimates of
+    every target (benchmarks x targets), their unlikeness to the sources, and TailoredBench+'s components."""
     out: dict[str, dict] = {}
     methods = setup.methods
     if {"tailoredbench", "tailored_plus"} & set(methods):
@@ -109,7 +114,9 @@ def _run(setup: _Setup, targets: Sequence[np.ndarray], key, mode: str, weights=N
 
 
 def _exact_where_all_asked(out: dict[str, dict], targets, budgets) -> dict[str, dict]:
-    """``out`` with the true accuracy where every item of a benchmark was asked, as ``simulate`` does."""
+    """``out`` with each target's accuracy on a benchmark whose every item it was asked, whatever the method said
+    (as :func:`~tailoredbench.simulate.simulate` does); the estimates' last two axes are benchmarks x targets,
+    ``targets`` each benchmark's results of the targets on all its items."""
     for found in out.values():
         if found["estimate"] is None:
             continue
@@ -120,7 +127,8 @@ def _exact_where_all_asked(out: dict[str, dict], targets, budgets) -> dict[str, 
 
 
 def _tailored(setup: _Setup, targets, key, *, joint: bool):
-    """TailoredBench's calibrated estimates, unlikeness and TailoredBench+'s components at the setup's budgets."""
+    """TailoredBench's probes of every target on every benchmark: calibrated estimates, unlikeness and
+    TailoredBench+'s single estimates (benchmarks x targets x COMPONENTS)."""
     return tuple(found[0] for found in _tailored_rounds(setup, targets, key, joint, (setup.budgets,)))
 
 
@@ -142,8 +150,9 @@ def _tailored_rounds(setup: _Setup, targets, key, joint: bool, rounds):
 
 
 def _joint_components(sources, accuracy, asked, b: int) -> dict[str, float]:
-    """TailoredBench+'s components of benchmark ``b`` in the joint mode: the local regression reads every probe;
-    the others read ``b``'s probe and each other probe's mean (a hundred items would drown ``b``'s twenty)."""
+    """TailoredBench+'s single estimates of benchmark ``b`` in the joint mode: the local regression reads the
+    results on every benchmark's probe; the agreement of the neighbours reads ``b``'s probe and, per other
+    benchmark, the mean result on its probe (a hundred items of agreement would drown ``b``'s twenty)."""
     probe, native_mean, results = asked[b]
     items = np.hstack([sources[c][:, p.items] for c, (p, _, _) in enumerate(asked)])
     answers = np.concatenate([r for _, _, r in asked])
@@ -163,7 +172,8 @@ def _joint_components(sources, accuracy, asked, b: int) -> dict[str, float]:
 
 
 def _random_regression(setup: _Setup, targets, key, *, joint: bool) -> dict:
-    """Random items per benchmark and a ridge regression from that benchmark's items (joint: every benchmark's)."""
+    """Random items per benchmark (random+regression's stream) and a ridge regression to each benchmark's
+    accuracy from the items of that benchmark, or in the joint mode of every benchmark."""
     items = [random_items(key, b, s.shape[1]) for b, s in zip(setup.budgets, setup.sources, strict=True)]
     X_all = np.hstack([s[:, i] for s, i in zip(setup.sources, items, strict=True)])
     x_all = np.hstack([t[:, i] for t, i in zip(targets, items, strict=True)])
@@ -177,7 +187,8 @@ def _random_regression(setup: _Setup, targets, key, *, joint: bool) -> dict:
 
 
 def _on_folds(setup: _Setup, folds: list, mode: str, seed: int, run_offset: int, weights=None, runner=None) -> list:
-    """Per fold, (truth, ``runner``'s output, by default :func:`_run`) with the held-out sources as targets."""
+    """Every fold's held-out sources as targets of the kept ones: per fold, (truth per benchmark, the output of
+    ``runner``, by default :func:`_run`)."""
     runner = runner or _run
     outputs = Parallel()(
         delayed(_fold)(setup, kept, held, mode, seed, run_offset, weights, runner) for kept, held in folds
@@ -222,7 +233,8 @@ def stacking_weights(setup: _Setup, mode: str, seed: int, rounds=None) -> np.nda
 
 
 def calibrate(setup: _Setup, mode: str, seed: int, weights=None, level: float = LEVEL) -> dict[str, tuple]:
-    """Per joint method: each benchmark's conformal quantile and the suite mean's, the sources playing targets."""
+    """Per joint method: each benchmark's conformal quantile and the suite mean's, from the sources, each
+    playing a target once (a target's half-width is its quantile times its difficulty)."""
     done = _on_folds(setup, _interval_folds(setup, seed), mode, seed, rng.PSEUDO_RUN, weights)
     truth = np.hstack([t for t, _ in done])
     quantiles = {}
@@ -243,7 +255,8 @@ def _pseudo_quantiles(estimate, unlike, truth, budgets, level: float) -> tuple[n
 
 
 def _quantiles(pseudo: Sequence[PseudoTargets], truth_mean: np.ndarray, level: float) -> tuple[np.ndarray, float]:
-    """Each benchmark's conformal quantile, and the suite mean's (its error over its mean difficulty)."""
+    """Each benchmark's conformal quantile, and the suite mean's: of its error over its mean difficulty
+    (``truth_mean``: the pseudo-targets' mean accuracy over the benchmarks, in their order)."""
     estimate = np.mean([p.estimates for p in pseudo], axis=0)
     scale = np.mean([p.difficulty for p in pseudo], axis=0)
     each = np.array([p.quantile(level=level) for p in pseudo])
@@ -251,7 +264,9 @@ def _quantiles(pseudo: Sequence[PseudoTargets], truth_mean: np.ndarray, level: f
 
 
 def share_out(total: int, spread: np.ndarray, n_items: np.ndarray, least: int = 1) -> np.ndarray:
-    """``total`` items shared out between benchmarks to minimise the summed error ``spread / sqrt(n)``.
+    """``total`` items shared out between benchmarks where they cut the error most under the sampling model: the
+    error of an accuracy read from ``n`` items is about ``spread / sqrt(n)``, and ``n_b`` proportional to
+    ``spread_b ** (2 / 3)`` minimises the sum over benchmarks (each between ``least`` and its item count).
 
     Examples
     --------
@@ -268,7 +283,8 @@ def share_out(total: int, spread: np.ndarray, n_items: np.ndarray, least: int = 
 
 
 def check_budgets(suite: Suite, budget, total_budget, g_size: int, methods) -> tuple[int, ...]:
-    """Items per benchmark: ``budget`` each, or ``total_budget`` shared out by the sources' ``mean sqrt(p (1 - p))``."""
+    """Items per benchmark: ``budget`` each, or ``total_budget`` shared out by :func:`share_out` with each
+    benchmark's spread of a source model's item results, ``mean sqrt(p (1 - p))`` (the sources only)."""
     if budget is not None and total_budget is not None:
         raise TailoredBenchError("give a budget per benchmark or a total budget, not both")
     if budget is None and total_budget is None:
@@ -323,13 +339,21 @@ def simulate_suite(
     Parameters
     ----------
     suite : str, Suite or sequence of matrix files
-        A registered suite, a loaded :class:`~tailoredbench.datasets.suites.Suite`, or two or more matrix files.
+        A registered suite (``"open_llm_tiny"``), a loaded :class:`~tailoredbench.datasets.suites.Suite`, or
+        two or more matrix files (see :func:`~tailoredbench.datasets.suites.load_suite`).
     methods : sequence of str
         From :data:`METHODS`; ``random`` and ``gp_irt`` run per benchmark and are reported once.
+    modes : sequence of str
+        ``"joint"`` and/or ``"independent"``.
     budget, total_budget
-        Items per benchmark (default :data:`DEFAULT_BUDGET`), or in all (shared out by :func:`check_budgets`).
+        Items per benchmark (default :data:`DEFAULT_BUDGET`), or in all (shared out where they cut the error
+        most, by :func:`check_budgets`, on the sources only); the G-sets included.
     runs, seed, n_jobs
         Run ``r`` is seeded by ``(seed, r)``; the results are the same whatever the number of workers.
+    g_size, distance
+        TailoredBench's settings (a G-set of 5 per benchmark of about 100 items).
+    level : float
+        The intervals' level, calibrated on source models playing targets.
 
     Examples
     --------
@@ -391,7 +415,8 @@ def simulate_suite(
 
 
 def _per_benchmark(suite: Suite, method: str, budgets, runs, seed, n_jobs, level, modes) -> list:
-    """A per-benchmark method through ``simulate``, a block per run; the suite mean's interval as the joint ones'."""
+    """A per-benchmark method through :func:`~tailoredbench.simulate.simulate`, as a block per run; the
+    suite mean's interval from its pseudo-targets, as for the joint methods."""
     by_run: dict[int, list] = {r: [] for r in range(runs)}
     pseudo = []
     for name, source, target, b in zip(suite.benchmarks, suite.source, suite.target, budgets, strict=True):
@@ -445,7 +470,11 @@ def _tidy(blocks, suite: Suite, truth: np.ndarray) -> pd.DataFrame:
 
 
 def summarize_suite(results: pd.DataFrame, benchmarks: Sequence[str], budgets: Sequence[int]):
-    """``(summary, by_benchmark)``: per mode and method, and per benchmark, means over runs with standard errors."""
+    """``(summary, by_benchmark)``: per mode and method, and per benchmark, means over runs with standard errors.
+
+    ``mae`` is the mean over benchmarks of each benchmark's MAE, ``suite_mae`` the MAE of the suite mean,
+    ``coverage`` the share of the benchmarks' intervals that hold the truth, ``suite_coverage`` the suite mean's.
+    """
     keys = ("mode", "method", "benchmark")
     by_benchmark = summarize(results, keys)
     per_run = per_run_metrics(results, keys)
@@ -546,7 +575,9 @@ def _round_probes(setup: _Setup, g_sets, native_rows, key, t: int, rounds):
 def round_budgets_of(
     suite: Suite | Sequence[int], g_size: int, round_size: int, max_budget: int | None
 ) -> tuple[tuple[int, ...], ...]:
-    """Each round's items per benchmark, the same on all, up to ``max_budget`` (default: the fewest items)."""
+    """Each round's items per benchmark: ``g_size + round_size``, ``+ 2 round_size``, ... up to ``max_budget``
+    (by default the smallest benchmark's item count), the same on every benchmark. ``suite``: a suite or its
+    benchmarks' item counts."""
     n_items = suite.n_items if isinstance(suite, Suite) else tuple(int(n) for n in suite)
     largest = min(n_items) if max_budget is None else check_integer(max_budget, "max budget", 1)
     if largest > min(n_items):
@@ -555,9 +586,11 @@ def round_budgets_of(
 
 
 def stopping_factor(errors: np.ndarray, scales: np.ndarray, precision: float, level: float = LEVEL) -> float:
-    """The smallest factor whose intervals, where the rule stops, cover a ``level`` share of the errors.
+    """The smallest factor (on a grid of :data:`~tailoredbench.stopping.FACTOR_STEP`) whose intervals, where the
+    rule stops, cover a ``level`` share (the conformal rank) of the pseudo-targets' errors on every benchmark.
 
-    ``errors`` and ``scales`` are rounds x intervals (each benchmark's, or the suite mean's) x pseudo-targets.
+    ``errors`` and ``scales`` are rounds x intervals x pseudo-targets (the intervals: each benchmark's, or the suite
+    mean's alone); a pseudo-target stops at the first round where all its intervals are at most ``precision``.
     """
     n = errors.shape[1] * errors.shape[2]
     rank = min(int(np.ceil((n + 1) * level)), n)
@@ -587,7 +620,9 @@ class Stopped:
 
 @dataclass(frozen=True)
 class RoundsRule:
-    """The suite's precision rule: after round ``r`` a half-width is ``factor * q[r, b]`` times the difficulty."""
+    """The suite's precision mode's rule, calibrated on the sources: after round ``r`` a benchmark's half-width is
+    ``factor * q[r, b]`` times the target's difficulty, the suite mean's ``factor * q_mean[r]`` times its mean
+    difficulty; a target stops at the first round whose watched intervals (``of``) are at most ``precision``."""
 
     q: np.ndarray  # rounds x benchmarks
     q_mean: np.ndarray  # rounds
@@ -596,7 +631,8 @@ class RoundsRule:
     of: str
 
     def stop(self, estimate: np.ndarray, unlike: np.ndarray, n_items: np.ndarray) -> Stopped:
-        """Each target's stop: the first round given whose watched intervals meet the precision, else the last."""
+        """Each target's stop among the rounds given (rounds x benchmarks x targets; a first part of the rounds is
+        enough): the first whose watched intervals are at most the precision, else the last given."""
         n_rounds = len(estimate)
         s = difficulty(estimate, unlike, n_items[:n_rounds])
         half = self.factor * self.q[:n_rounds, :, None] * s
@@ -612,7 +648,8 @@ class RoundsRule:
 def calibrate_rounds(
     setup: _Setup, mode: str, seed: int, rounds, precision: float, of: str, level: float = LEVEL
 ) -> tuple[np.ndarray | None, dict[str, RoundsRule]]:
-    """TailoredBench+'s weights over all ``rounds`` (None without it) and each method's rule, fitted on the sources."""
+    """TailoredBench+'s weights over all ``rounds`` (None without it) and each method's :class:`RoundsRule`, fitted on
+    the sources playing targets: each round's conformal quantiles, then the factor of :func:`stopping_factor`."""
     weights = stacking_weights(setup, mode, seed, rounds) if "tailored_plus" in setup.methods else None
     run = partial(_rounds_run, rounds=rounds)
     done = _on_folds(setup, _interval_folds(setup, seed), mode, seed, rng.PSEUDO_RUN, weights, runner=run)
@@ -655,6 +692,10 @@ def simulate_suite_precision(
     """The precision mode on a suite: every benchmark's probe grows by ``round_size`` items a round until every
     benchmark's 90% interval (``of="every"``) or the suite mean's (``of="mean"``) is at most ``precision`` wide on
     each side, or ``max_budget`` items per benchmark are asked.
+
+    As in the single benchmark's mode (:class:`~tailoredbench.stopping.StoppingRule`), each round's intervals are
+    the fixed-budget conformal ones times a factor, the smallest whose intervals cover, where the rule stops, a
+    90% share of source models playing targets; TailoredBench+'s weights are fitted on the sources over all rounds.
 
     Examples
     --------
@@ -745,7 +786,7 @@ def _g_sets(setup: _Setup, key) -> list[np.ndarray]:
 
 
 def _native(setup: _Setup, g_sets, g_targets, joint: bool) -> list[np.ndarray]:
-    """Each benchmark's native sources of every target (targets x sources kept)."""
+    """Each benchmark's native sources of every target (targets x sources kept), from the targets' G-set answers."""
     sources, distance = setup.sources, setup.distance
     g_answers = [(s[:, g], t) for s, t, g in zip(sources, g_targets, g_sets, strict=True)]
     if joint:  # the whole suite's G-sets side by side choose one set of native sources for all benchmarks
@@ -761,7 +802,8 @@ def _native(setup: _Setup, g_sets, g_targets, joint: bool) -> list[np.ndarray]:
 
 
 def _probes(setup: _Setup, g_sets, native_rows, key, t: int, budgets=None, asked=None) -> list[Probe]:
-    """Target ``t``'s probe on every benchmark (``asked``: each benchmark's N-set so far, which it extends)."""
+    """Target ``t``'s probe on every benchmark: its G-set and the N-set its native sources choose (``budgets``
+    items each, by default the setup's; ``asked``: each benchmark's N-set so far, which the probe extends)."""
     probes = []
     budgets = setup.budgets if budgets is None else budgets
     for b, (source, rows) in enumerate(zip(setup.sources, native_rows, strict=True)):
@@ -776,7 +818,9 @@ def _probes(setup: _Setup, g_sets, native_rows, key, t: int, budgets=None, asked
 
 
 def _read_probes(setup: _Setup, probes, results, joint: bool, accuracy=None):
-    """One target's calibrated estimates, unlikeness and components on every benchmark from its ``results``."""
+    """One target's calibrated estimate, unlikeness and TailoredBench+'s single estimates on every benchmark
+    (benchmarks, benchmarks, benchmarks x COMPONENTS) from its ``results`` on each probe's items;
+    ``accuracy``: each benchmark's source accuracies, when computed once for many targets."""
     sources = setup.sources
     accuracy = [s.mean(axis=1) for s in sources] if accuracy is None else accuracy
     asked = [(p, s[p.native_sources].mean(axis=0), y) for s, p, y in zip(sources, probes, results, strict=True)]
@@ -802,14 +846,17 @@ def _one_model(sources, budgets, g_size: int, distance: str, method: str = "tail
 
 
 def new_model_g_sets(sources: Sequence[np.ndarray], g_size: int = 5, *, distance: str = "manhattan", seed: int = 0):
-    """Each benchmark's G-set (item positions) for a new model: :func:`simulate_suite`'s of run 0."""
+    """Each benchmark's G-set (item positions) that a new model answers first: those of :func:`simulate_suite`'s
+    run 0 with ``seed``."""
     return _g_sets(_one_model(sources, (), g_size, distance), (seed, 0))
 
 
 def new_model_probes(
     sources: Sequence[np.ndarray], g_sets, g_answers, budgets: Sequence[int], *, distance: str = "manhattan", seed=0
 ) -> list[Probe]:
-    """A new model's probe on every benchmark from its 0/1 answers on every G-set, as the joint mode plans it."""
+    """A new model's probe on every benchmark from its 0/1 answers on every G-set (``g_answers``, in G-set order):
+    its native sources from all the answers (the same rows on every benchmark), then each benchmark's N-set, as
+    the joint mode plans them for the only target of run 0."""
     return new_model_round_probes(sources, g_sets, g_answers, [tuple(budgets)], distance=distance, seed=seed)[0]
 
 
@@ -822,7 +869,8 @@ def fit_new_model(
     seed: int = 0,
     level: float = LEVEL,
 ) -> tuple[np.ndarray, np.ndarray, float]:
-    """TailoredBench+'s joint weights, each benchmark's conformal quantile and the suite mean's, as simulated."""
+    """TailoredBench+'s joint stacking weights (benchmarks x COMPONENTS), each benchmark's conformal quantile and
+    the suite mean's: fitted on the sources playing targets, as :func:`simulate_suite` fits them."""
     setup = _one_model(sources, budgets, g_size, distance)
     weights = stacking_weights(setup, "joint", seed)
     q, q_mean = calibrate(setup, "joint", seed, weights, level)["tailored_plus"]
@@ -844,7 +892,8 @@ class NewModelEstimate:
 def new_model_estimate(
     sources: Sequence[np.ndarray], probes: Sequence[Probe], results, weights, quantiles, suite_quantile: float
 ) -> NewModelEstimate:
-    """A new model's estimates from its 0/1 ``results`` on each probe, with :func:`fit_new_model`'s fit."""
+    """The estimates from a new model's 0/1 ``results`` on each probe's items, with :func:`fit_new_model`'s weights
+    and quantiles: a half-width is the quantile times the model's difficulty, the suite mean's its mean difficulty."""
     budgets = [p.budget for p in probes]
     setup = _one_model(sources, budgets, len(probes[0].g_set), "manhattan")  # the probes' distance is spent
     _, unlike, parts = _read_probes(setup, probes, [np.asarray(y, dtype=float) for y in results], True)
@@ -862,7 +911,8 @@ def new_model_estimate(
 def new_model_round_probes(
     sources: Sequence[np.ndarray], g_sets, g_answers, rounds, *, distance: str = "manhattan", seed: int = 0
 ) -> list[list[Probe]]:
-    """A new model's probe on every benchmark after each of ``rounds``, from its 0/1 answers on every G-set."""
+    """A new model's probe on every benchmark after each of ``rounds`` (items per benchmark, as
+    :func:`round_budgets_of` gives them), from its 0/1 answers on every G-set: the growing probes of the joint mode."""
     setup = _one_model(sources, rounds[-1], len(g_sets[0]), distance)
     native = _native(setup, g_sets, [np.asarray(a, dtype=float).reshape(1, -1) for a in g_answers], True)
     return list(_round_probes(setup, g_sets, [rows[0] for rows in native], (seed, 0), 0, rounds))
@@ -880,7 +930,8 @@ def fit_new_model_rounds(
     seed: int = 0,
     level: float = LEVEL,
 ) -> tuple[np.ndarray | None, RoundsRule]:
-    """TailoredBench+'s weights (None for ``tailoredbench``) and the rule, as :func:`simulate_suite_precision`'s."""
+    """TailoredBench+'s weights (None for ``tailoredbench``) and the :class:`RoundsRule`, fitted on the sources
+    playing targets exactly as :func:`simulate_suite_precision` fits them (joint mode)."""
     check_precision_of(of)
     setup = _one_model(sources, rounds[-1], g_size, distance, method)
     weights, rules = calibrate_rounds(setup, "joint", seed, rounds, check_precision(precision), of, level)
@@ -899,9 +950,10 @@ def new_model_rounds_estimate(
     distance: str = "manhattan",
     seed: int = 0,
 ) -> Stopped:
-    """Where the rule stops a new model among the ``rounds`` it answered, with its estimates there.
+    """Where the rule stops a new model among the ``rounds`` it answered (a first part of the plan's), with its
+    estimates and half-widths there: :func:`simulate_suite_precision`'s run 0 for the model as the only target.
 
-    ``answers``: per benchmark, the model's 0/1 results on all its items, NaN where not asked."""
+    ``answers``: per benchmark, the model's 0/1 results on all its items, NaN where not asked (never read)."""
     setup = _one_model(sources, rounds[-1], g_size, distance, method)
     targets = [np.asarray(a, dtype=float).reshape(1, -1) for a in answers]
     weights = None if weights is None else np.asarray(weights, dtype=float)

@@ -1,13 +1,25 @@
 """Evaluate a new model on a whole suite for real: one plan folder, one lm-eval ``--samples`` file for every task.
 
-The steps of :mod:`tailoredbench.workflow` for every task at once (``{task: [doc_id, ...]}`` selections):
-:func:`plan_suite_g_set` writes the G-sets, :func:`plan_suite_n_set` the N-sets chosen from the answers on all
-of them (fitting TailoredBench+'s weights and the quantiles on the sources, kept in the state), and
-:func:`estimate_suite` each benchmark's TailoredBench+ (joint) estimate and the suite mean's with 90% intervals.
-Or, instead of step 2, :func:`plan_suite_round` writes rounds until the intervals are as narrow as requested.
+Three steps around two lm-eval runs, as :mod:`tailoredbench.workflow` takes them for one benchmark:
 
-Both are :mod:`tailoredbench.suite`'s joint mode with the model the only target of run 0 of the plan's seed. A
-registered suite's sources are its split's; a custom suite's matrix files are all sources, item ids doc_ids.
+1. :func:`plan_suite_g_set` writes every benchmark's G-set as one ``--samples`` selection, ``g_set.json``
+   (``{task: [doc_id, ...]}`` for every task of the suite), and ``state.json``.
+2. :func:`plan_suite_n_set` reads the model's samples on the G-sets (one file per task, as lm-eval writes them),
+   chooses its native sources from its answers on all of them, then each benchmark's N-set (``n_set.json``, every
+   task again); TailoredBench+'s stacking weights and the intervals' quantiles are fitted on the source models
+   there, once, and kept in the state.
+3. :func:`estimate_suite` reads the samples on every probe: each benchmark's TailoredBench+ (joint) estimate and
+   the suite mean's, each with its 90% interval.
+
+Or, instead of step 2, the precision mode: :func:`plan_suite_round`, run after each lm-eval run, writes the next
+round's items of every task (``round_1.json``, ...) until every benchmark's interval (or the suite mean's) is as
+narrow as requested or the maximum budget is reached; its rounds, weights and stopping rule are
+:func:`tailoredbench.suite.simulate_suite_precision`'s, fitted on the sources at the first round and kept.
+
+The planning and the estimates are :mod:`tailoredbench.suite`'s joint mode for the model alone, as the only target
+of run 0 of the plan's seed. A registered suite's source models are those of its split (as in a simulation); the
+matrix files of a custom suite are all source models, their item ids the tasks' lm-eval doc_ids. A plan folder is
+locked, written and checked as :mod:`tailoredbench.workflow` does it.
 """
 
 from __future__ import annotations
@@ -97,7 +109,8 @@ class SuiteNSet:
 
 @dataclass(frozen=True)
 class SuiteRounds:
-    """The precision mode instead of step 2: its settings, the rounds planned so far and the rule fitted for it."""
+    """The precision mode instead of step 2: its settings, the rounds planned so far and the rule fitted on the
+    sources (:class:`~tailoredbench.suite.RoundsRule`), with TailoredBench+'s weights."""
 
     precision: float
     of: str  # the interval the precision is of: "every" benchmark's or the suite "mean"'s
@@ -127,8 +140,11 @@ class SuiteRounds:
 
 @dataclass(frozen=True)
 class SuiteState(_State):
-    """A suite plan's ``state.json``, built only valid: each benchmark's task, metric and G-set, then its N-set or
-    rounds. ``suite``: a registered suite's name, or ``"custom"`` with its ``matrix_files``."""
+    """A suite plan's ``state.json``: each benchmark's task, metric and G-set, then (``step``) its N-set or rounds.
+
+    Built only valid. Its JSON is flat, sealed by a sha256 (``checksum``); ``FORMAT`` alone decides whether a
+    file can be read. ``suite``: a registered suite's name, or ``"custom"`` with its ``matrix_files``.
+    """
 
     FORMAT = 2  # bump when the JSON layout changes, and only then
     FORMAT_KEY = "suite_state_format"
@@ -212,7 +228,8 @@ class SuiteState(_State):
 
 
 def is_suite_plan(folder: str | Path) -> bool:
-    """Whether ``folder`` holds a suite's plan: by its ``state.json``, else by a ``g_set.json`` of several tasks."""
+    """Whether ``folder`` holds a suite's plan: by its ``state.json``, else (an interrupted plan) by a ``g_set.json``
+    of two or more tasks, so that its error names ``plan --suite``."""
     try:
         data = json.loads((Path(folder) / STATE).read_text(errors="replace"))
     except (OSError, json.JSONDecodeError):
@@ -297,7 +314,8 @@ KNOWN_METRIC = {task: metric for pairs in LM_EVAL_TASKS.values() for task, metri
 
 
 def _tasks_and_metrics(suite: str, benchmarks, tasks, metrics) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The lm-eval task and metric of each benchmark: as given, else the registered suite's (or by name)."""
+    """The lm-eval task and metric of each benchmark: as given, else the registered suite's tasks and metrics (a
+    custom suite's benchmarks by name, read by :data:`KNOWN_METRIC`)."""
     tasks = tuple(tasks) if tasks else tuple(task for task, _ in LM_EVAL_TASKS.get(suite, ())) or tuple(benchmarks)
     n = len(benchmarks)
     if len(tasks) != n:
@@ -340,7 +358,9 @@ def plan_suite_g_set(
     """Step 1: write ``g_set.json`` (every task's G-set, one lm-eval ``--samples`` selection) and ``state.json``.
 
     ``suite``: a registered suite's name or two or more matrix files. ``tasks``: one lm-eval task per benchmark, in
-    the suite's order (by default a registered suite's, or a custom suite's file names); ``metrics``: one per task.
+    the suite's order (a registered suite's by default, e.g. ``truthfulqa_mc2`` read as ``acc>0.5``; a custom
+    suite's benchmarks are named after its files); ``metrics``: one per task. A folder that holds files is refused
+    unless ``force``.
     """
     seed = check_integer(seed, "seed", 0)
     g_size = check_integer(g_size, "g_size", 1)
@@ -445,8 +465,10 @@ def plan_suite_n_set(
 ) -> SuiteState:
     """Step 2: from the samples on every G-set, write ``n_set.json`` (every task's N-set) with the fitted state.
 
-    ``budget``: items per benchmark, G-set included; ``n_jobs``: workers of the fit on the sources (the same numbers
-    for any number). Other samples or budget than a plan's would replace its N-sets, and need ``force``.
+    ``budget``: items per benchmark, G-set included. Fitting TailoredBench+'s weights and the intervals on the
+    sources takes most of the time (``n_jobs`` workers, the same numbers for any number). Planning again with the
+    same samples and budget changes nothing; with other ones it would replace N-sets a model may be running on,
+    and needs ``force``.
     """
     folder = Path(folder)
     with _locked(folder):
@@ -504,8 +526,10 @@ def plan_suite_n_set(
 def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict:
     """Step 3: each benchmark's TailoredBench+ (joint) estimate and the suite mean's, with their intervals.
 
-    Returns ``benchmarks`` and ``suite_mean`` (each estimate with its interval), the ``items`` asked in all, the
-    number of ``native_sources`` and the plan's settings; a plan to a precision's at the round where its rule stops.
+    Returns ``benchmarks`` (per benchmark: ``benchmark``, ``task``, ``metric``, ``estimate``, ``interval_low``,
+    ``interval_high``, ``items``), ``suite_mean`` (``estimate``, ``interval_low``, ``interval_high``), the ``items``
+    asked in all, the number of ``native_sources``, and the plan's settings. A plan to a precision: at the round
+    where its rule stops, with ``precision``, ``precision_of``, ``precision_met``, ``status`` and ``round``.
     """
     folder = Path(folder)
     with _locked(folder, shared=True):
@@ -554,7 +578,9 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
 
 
 def _replay(state: SuiteState, step: SuiteRounds, samples) -> dict:
-    """The precision mode replayed: each round's new items, the rounds ``answered`` and where the rule stops."""
+    """The precision mode replayed on the samples: every round's new items (``round_items``, per round and benchmark,
+    positions in its matrix), the rounds ``answered`` in full, and where the rule stops among them (``stop``, with the
+    ``items`` per benchmark there and the model's ``stopped`` estimates), with the ``status`` it gives."""
     rounds = round_budgets_of(state.item_counts, state.g_size, step.round_size, step.max_budget)
     sources, answers, probes = _probes(state, samples, rounds)
     native = tuple(sources.matrices[0].models[i] for i in probes[0][0].native_sources)
@@ -633,13 +659,17 @@ def plan_suite_round(
 ) -> dict:
     """The precision mode instead of step 2: after the G-sets or a round, write the next round or say it is done.
 
-    Writes ``round_<k>.json`` (the next ``round_size`` items of every task) unless every benchmark's 90% interval
-    (``of="every"``) or the suite mean's (``of="mean"``) is at most ``precision`` on each side, or ``max_budget``
-    items per benchmark were asked. The first call fits the rule on the sources (``n_jobs`` workers) and keeps it.
+    Writes ``round_<k>.json`` (the next ``round_size`` items of every task, one lm-eval ``--samples`` selection)
+    unless every benchmark's 90% interval (``of="every"``) or the suite mean's (``of="mean"``) is at most
+    ``precision`` on each side, or ``max_budget`` items per benchmark (by default the smallest benchmark's item
+    count) were asked. Every benchmark grows each round, as in :func:`~tailoredbench.suite.simulate_suite_precision`,
+    whose weights and rule are calibrated for probes that grow together. ``method``: ``"tailored_plus"`` or
+    ``"tailoredbench"``. The first call fits the rule on the sources (``n_jobs`` workers); it is kept in the state.
 
-    Returns ``status``, the ``round`` and ``file`` written (or ``None``), ``items`` per benchmark where the rule
-    stops and, once a round is answered, ``benchmarks`` and ``suite_mean``. Other settings than the plan's, or
-    another model's samples, are refused unless ``force`` (the rounds then start again).
+    Returns ``status`` (``"next round"``, ``"precision reached"`` or ``"maximum budget reached"``), the ``round``
+    and ``file`` written (or ``None``), ``items`` per benchmark where the rule stops, and, once a round is
+    answered, ``benchmarks`` and ``suite_mean`` as :func:`estimate_suite` gives them. Other settings than the
+    plan's, or another model's samples, are refused unless ``force`` (the rounds then start again).
     """
     folder = Path(folder)
     with _locked(folder):

@@ -29,6 +29,8 @@ def toy_matrix(seed: int = TOY_SEED, n_sources: int = 7, n_items: int = 12) -> p
     Odd items need skill A, even items skill B; odd sources and the target are better at A, even
     sources at B; a model is right with a logistic probability of its skill minus the item's difficulty.
 
+    Examples
+    --------
     >>> toy = toy_matrix()
     >>> toy.shape, toy.index[-1], toy.columns[0]
     ((8, 12), 'T', 'q1')
@@ -66,6 +68,8 @@ def clusters(source: np.ndarray, medoids: Sequence[int], distance: str = "manhat
 def cluster_members(items: Sequence[str], medoids: Sequence[int], labels: np.ndarray) -> pd.DataFrame:
     """One row per medoid (by item name): the items of its cluster and their count.
 
+    Examples
+    --------
     >>> cluster_members(["a", "b", "c"], [2, 0], np.array([1, 0, 0]))["items"].tolist()
     ['b, c', 'a']
     """
@@ -113,6 +117,8 @@ def estimate_by_item(native_mean: np.ndarray, probe: Probe, results: np.ndarray,
 def median_target(truth: np.ndarray) -> int:
     """The target whose accuracy is nearest the median accuracy (the lower index on ties).
 
+    Examples
+    --------
     >>> median_target(np.array([0.9, 0.2, 0.5, 0.45]))
     3
     """
@@ -182,6 +188,8 @@ def quality(table: pd.DataFrame) -> pd.DataFrame:
 def with_se(mean: float, se: float, digits: int = 4) -> str:
     """``mean ± se`` at a precision that shows the standard error.
 
+    Examples
+    --------
     >>> with_se(0.03931, 0.00084)
     '0.0393 ± 0.0008'
     """

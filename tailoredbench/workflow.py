@@ -8,14 +8,19 @@ Three steps around two lm-eval runs, each leaving files in a plan folder:
    models (single-target mode) and writes the rest of its probe, the N-set (``n_set.json``).
 3. :func:`estimate` reads the samples on the whole probe and returns the estimate.
 
-Or, instead of step 2, the sequential mode: :func:`plan_round` writes the next round's items
-(``round_1.json``, ...) after each lm-eval run until the interval is as narrow as requested or the
-maximum budget is reached (TailoredBench's growing probe, or fluid's adaptive IRT testing).
+Or, instead of step 2, the sequential mode (beyond the paper): :func:`plan_round`, run after
+each lm-eval run, writes the next round's items (``round_1.json``, ...) until the interval is as
+narrow as the requested precision or the maximum budget is reached. Its rounds are TailoredBench's
+growing probe, or (``method="fluid"``) adaptive IRT testing after the G-set: each round the items of
+highest Fisher information at the model's ability so far (:mod:`tailoredbench.methods.fluid`).
 
-Every step refits from the pinned data with the stored seed (a simulation's run 0), so ``state.json``
-stays small. A plan folder is one transaction: a command holds its lock from first check to last write,
-and ``state.json`` goes in place last with the sha256 of every other file, so a step stopped in between
-reads as an interrupted plan that ``force`` redoes.
+Every step refits from the pinned data with the stored seed (the answer of a simulation's run 0),
+so ``state.json``, a :class:`PlanState` checked whole when read, stays small; only the sequential
+mode's stopping rule is stored. The samples of one plan must come from one model.
+
+A plan folder is one transaction: a command holds its lock from first check to last write, and
+a step's files are put in place together, ``state.json`` last with the sha256 of every other
+file, so a step stopped in between reads as an interrupted plan that ``force`` redoes.
 """
 
 from __future__ import annotations
@@ -615,9 +620,11 @@ def _replaces(files: dict[str, str] | None, force: bool) -> typing.Callable[[str
 
 
 def _sequential(state: PlanState, samples, planned: dict[str, str] | None = None) -> dict:
-    """Replay the sequential mode: the rule, each round's new items, and where the rule stops (``stop``).
+    """Replay the sequential mode on the samples: the rule, each round's new items (``round_items``, as far as
+    the answers give them), and where the rule stops, with the items used there (``items_used``).
 
-    ``planned``: the sha256 of the round files written so far, which a replay must write again (None: not checked).
+    ``stop``: the first answered round meeting the precision, else the last answered. ``planned``: the
+    sha256 of the round files written so far, which a replay must write again (None: not checked).
     """
     plan = state.step
     assert isinstance(plan, Rounds)  # the callers replay a sequential plan only
@@ -711,10 +718,14 @@ def plan_round(
 ) -> dict:
     """The sequential mode: after the G-set or a round, write the next round's items or say that it is done.
 
-    Writes ``round_<k>.json`` (the next ``round_size`` items) unless the interval's half-width is at most
-    ``precision`` or ``max_budget`` items were asked. Returns ``status``, ``items`` asked, the ``file`` written
-    (or ``None``) and, once a round is answered, the estimate and its interval. ``method``: ``"tailoredbench"``
-    or ``"fluid"``. An answer that would change a round already written is refused, unless ``force``.
+    Writes ``round_<k>.json`` (the next ``round_size`` items) unless the interval's half-width is
+    at most ``precision`` or ``max_budget`` items were asked. Returns ``status`` (``"next round"``,
+    ``"precision reached"`` or ``"maximum budget reached"``), ``items`` asked, the ``file`` written
+    (or ``None``) and, once a round is answered, the estimate and its interval.
+
+    ``method``: ``"tailoredbench"`` (its growing probe, planned from the G-set) or ``"fluid"`` (the items of
+    highest Fisher information at the ability from every answer so far). A changed answer that would change
+    a round already written is refused, unless ``force`` (the rounds are then planned again from the answers).
     """
     folder = Path(folder)
     with _locked(folder):

@@ -248,8 +248,11 @@ def split_rows(accuracy: np.ndarray, how: str, seed: int) -> tuple[np.ndarray, n
 def split_models(
     matrix: ResponseMatrix, how: str = "interleave", seed: int = 0
 ) -> tuple[ResponseMatrix, ResponseMatrix]:
-    """Split models into source (full results known) and target (to be estimated), by :func:`split_rows`:
-    ``"interleave"`` is the paper's accuracy-stratified scheme."""
+    """Split models into source (full results known) and target (to be estimated).
+
+    ``how="interleave"`` is the paper's accuracy-stratified scheme: models sorted by accuracy
+    (stable), alternately target and source; ``"random"`` is a random half seeded by ``seed``.
+    """
     if matrix.n_models < 4:
         raise TailoredBenchError(
             f"{matrix.source}: {matrix.n_models} models; a split needs at least 4 (2 source, 2 target)"

@@ -5,18 +5,25 @@
    (:func:`tailoredbench.methods.irt.fitted`, cached with the other IRT fits).
 2. The first item is the one of highest Fisher information ``a_j^2 p_j (1 - p_j)`` at the prior's centre
    (``theta = 0``); then, one at a time, the unasked item of highest information at the model's current
-   ability, its maximum a posteriori estimate under a standard normal prior. Ties go to the lower item index.
+   ability, its maximum a posteriori estimate under a standard normal prior (as Fluid Benchmarking).
+   Ties go to the lower item index.
 3. The accuracy estimate: the answers on the asked items plus the model's predicted probability at its
    ability on every unasked item, averaged over all items.
 
-A smaller budget's items are a prefix of a larger one's (the option ``grow`` changes nothing), and nothing is
-drawn at random: every run and seed gives the same numbers. ATLAS stops a test when the ability's posterior
-standard error (:func:`ability`) falls below a threshold, calibrated by :func:`tailoredbench.sequential.stop_atlas`.
+At budget ``B`` a target is asked the first ``B`` items of its test, so a smaller budget's items are a
+prefix of a larger one's (the option ``grow`` is accepted for the precision mode and changes nothing).
+Nothing is drawn at random: a target's items depend only on its answers, so every run and seed gives the
+same numbers. ATLAS stops a test when the ability's posterior standard error (:func:`ability`) falls below
+a threshold; :func:`tailoredbench.sequential.stop_atlas` calibrates that threshold on source models.
 
-Real use (``tailoredbench plan --method fluid --precision P``) may start from TailoredBench's G-set (option
-``g_set_size``) and ask ``round_size`` items a round (one lm-eval run each); with ``g_set_size=0`` and
-``round_size=1`` it is the test above. Its interval and stopping rule are calibrated by that very procedure on
-source models playing targets, and :func:`replay` runs the code of :func:`adaptive_tests` on one model's answers.
+Real use (``tailoredbench plan --method fluid --precision P``) runs the same test with two settings that the
+simulations of the reports leave at their defaults: it starts from a set of items already asked, TailoredBench's
+G-set of step 1 (option ``g_set_size``: chosen on the sources as TailoredBench chooses it, the ability's first
+estimate taken from its answers), and then asks ``round_size`` items at a time, the most informative at the
+ability after the previous round (one lm-eval run per round). With ``g_set_size=0`` and ``round_size=1`` it is
+Fluid Benchmarking's test above. Its interval and stopping rule are calibrated by running exactly that
+procedure on source models playing targets (:func:`tailoredbench.intervals.pseudo_targets` with these
+options), and :func:`replay` runs the very code of :func:`adaptive_tests` on one model's answers so far.
 """
 
 from __future__ import annotations
@@ -236,8 +243,9 @@ def _adaptive(
 class Fluid(Method):
     """Adaptive IRT testing by maximum Fisher information (Fluid Benchmarking; ATLAS's item choice).
 
-    ``g_set_size`` > 0: the test starts with a TailoredBench G-set of that size, chosen on the sources under
-    ``g_set_distance`` with each run's key; ``round_size``: items asked per round, every budget a round's end.
+    Options for real use's procedure (the module's docstring): ``g_set_size`` > 0, the test starts with a
+    TailoredBench G-set of that size, chosen on the sources under ``g_set_distance`` with each run's key;
+    ``round_size``, items asked per round after it. Every budget is then a round's end.
     """
 
     name = "fluid"
