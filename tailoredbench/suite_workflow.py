@@ -19,7 +19,7 @@ narrow as requested or the maximum budget is reached; its rounds, weights and st
 The planning and the estimates are :mod:`tailoredbench.suite`'s joint mode for the model alone, as the only target
 of run 0 of the plan's seed. A registered suite's source models are those of its split (as in a simulation); the
 matrix files of a custom suite are all source models, their item ids the tasks' lm-eval doc_ids. A plan folder is
-locked, written and checked as :mod:`tailoredbench.workflow` does it.
+locked, written and checked by :mod:`tailoredbench.plan_folder`.
 """
 
 from __future__ import annotations
@@ -43,6 +43,29 @@ from .datasets.matrix import ResponseMatrix, load_matrix
 from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_suite
 from .errors import TailoredBenchError, check_integer
 from .kmedoids import check_distance
+from .plan_folder import (
+    G_SET,
+    N_SET,
+    ROUND,
+    STATE,
+    State,
+    Step,
+    answers_on,
+    build,
+    check_files,
+    check_free,
+    check_types,
+    in_plan_folder,
+    json_text,
+    load_json,
+    locked,
+    merge_samples,
+    one_model,
+    read_plan,
+    replaceable,
+    require,
+    sealed_files,
+)
 from .stopping import ROUND_SIZE, check_precision, round_budgets
 from .suite import (
     INTERVAL_FOLDS,
@@ -60,30 +83,7 @@ from .suite import (
     round_budgets_of,
 )
 from .tailored import COMPONENTS, matrix_sha256
-from .workflow import (
-    G_SET,
-    INTERVAL_LEVEL,
-    N_SET,
-    ROUND,
-    STATE,
-    _build,
-    _check_files,
-    _check_free,
-    _check_types,
-    _json,
-    _load,
-    _locked,
-    _merge,
-    _on,
-    _one_model,
-    _read,
-    _replaces,
-    _require,
-    _sealed_files,
-    _State,
-    _Step,
-    in_plan_folder,
-)
+from .workflow import INTERVAL_LEVEL, PlanState
 
 #: The option of ``plan`` that starts a suite's plan (named by the error of an interrupted one).
 START = "--suite"
@@ -104,7 +104,7 @@ class SuiteNSet:
     interval_level: float
 
     def __post_init__(self):
-        _check_types(self)
+        check_types(self)
 
 
 @dataclass(frozen=True)
@@ -127,10 +127,10 @@ class SuiteRounds:
     interval_level: float
 
     def __post_init__(self):
-        _check_types(self)
+        check_types(self)
         check_precision(self.precision)
-        _require(self.of in PRECISION_OF, f"a precision of {self.of!r}, not of {' or '.join(PRECISION_OF)}")
-        _require(self.method in ROUND_METHODS, f"rounds by {self.method!r}, not by {' or '.join(ROUND_METHODS)}")
+        require(self.of in PRECISION_OF, f"a precision of {self.of!r}, not of {' or '.join(PRECISION_OF)}")
+        require(self.method in ROUND_METHODS, f"rounds by {self.method!r}, not by {' or '.join(ROUND_METHODS)}")
 
     @property
     def rule(self) -> RoundsRule:
@@ -139,7 +139,7 @@ class SuiteRounds:
 
 
 @dataclass(frozen=True)
-class SuiteState(_State):
+class SuiteState(State):
     """A suite plan's ``state.json``: each benchmark's task, metric and G-set, then (``step``) its N-set or rounds.
 
     Built only valid. Its JSON is flat, sealed by a sha256 (``checksum``); ``FORMAT`` alone decides whether a
@@ -168,63 +168,57 @@ class SuiteState(_State):
     tailoredbench_version: str = __version__
 
     def __post_init__(self):
-        _check_types(self)
+        check_types(self)
         n, step, size = len(self.benchmarks), self.step, self.g_size
         per_benchmark = (self.tasks, self.metrics, self.item_counts, self.g_sets, self.g_set_doc_ids)
-        _require(n >= 2 and all(len(x) == n for x in per_benchmark), "not a task, metric and G-set per benchmark")
-        _require(len(set(self.tasks)) == n, "a task is named twice")
+        require(n >= 2 and all(len(x) == n for x in per_benchmark), "not a task, metric and G-set per benchmark")
+        require(len(set(self.tasks)) == n, "a task is named twice")
         check_integer(self.seed, "seed", 0)
         check_distance(self.distance)
         for metric in self.metrics:
             metric_threshold(metric)
         if isinstance(step, SuiteRounds):
             budgets = round_budgets(size, step.round_size, step.max_budget, min(self.item_counts))
-            _require(
-                step.rounds == tuple(sorted(set(step.rounds) & set(budgets))), "its rounds are not of its settings"
-            )
+            require(step.rounds == tuple(sorted(set(step.rounds) & set(budgets))), "its rounds are not of its settings")
             fitted_rounds = len(step.quantiles) == len(step.suite_quantiles) == len(budgets)
-            _require(
+            require(
                 fitted_rounds and all(len(q) == n for q in step.quantiles), "not a quantile per round and benchmark"
             )
             stacked = step.method == "tailored_plus"
             convex = all(len(w) == len(COMPONENTS) and min(w) >= 0 and abs(sum(w) - 1) < 1e-9 for w in step.weights)
-            _require(len(step.weights) == (n if stacked else 0) and convex, "its weights are not TailoredBench+'s")
+            require(len(step.weights) == (n if stacked else 0) and convex, "its weights are not TailoredBench+'s")
             quantiles = [v for q in step.quantiles for v in q] + list(step.suite_quantiles)
-            _require(min(quantiles) >= 0 and step.factor > 0, "a negative quantile or factor")
-            _require(0 < step.interval_level < 1 and len(step.native_sources) > 0, "no interval level or sources")
+            require(min(quantiles) >= 0 and step.factor > 0, "a negative quantile or factor")
+            require(0 < step.interval_level < 1 and len(step.native_sources) > 0, "no interval level or sources")
         if isinstance(step, SuiteNSet):
             fitted = (step.n_sets, step.n_set_doc_ids, step.weights, step.quantiles)
-            _require(all(len(x) == n for x in fitted), "not an N-set, weights and a quantile per benchmark")
+            require(all(len(x) == n for x in fitted), "not an N-set, weights and a quantile per benchmark")
             convex = all(len(w) == len(COMPONENTS) and min(w) >= 0 and abs(sum(w) - 1) < 1e-9 for w in step.weights)
-            _require(convex, "its stacking weights are not weights of TailoredBench+'s estimates")
-            _require(min(step.quantiles) >= 0 and step.suite_quantile >= 0, "a negative quantile")
-            _require(0 < step.interval_level < 1 and len(step.native_sources) > 0, "no interval level or sources")
+            require(convex, "its stacking weights are not weights of TailoredBench+'s estimates")
+            require(min(step.quantiles) >= 0 and step.suite_quantile >= 0, "a negative quantile")
+            require(0 < step.interval_level < 1 and len(step.native_sources) > 0, "no interval level or sources")
         for b, name in enumerate(self.benchmarks):
             items = self.g_sets[b] + (step.n_sets[b] if isinstance(step, SuiteNSet) else ())
             doc_ids = self.g_set_doc_ids[b] + (step.n_set_doc_ids[b] if isinstance(step, SuiteNSet) else ())
-            _require(
-                0 < size == len(self.g_sets[b]) == len(self.g_set_doc_ids[b]), f"the G-set of {name} is not {size}"
-            )
+            require(0 < size == len(self.g_sets[b]) == len(self.g_set_doc_ids[b]), f"the G-set of {name} is not {size}")
             paired = len(set(items)) == len(items) == len(set(doc_ids)) == len(doc_ids)
-            _require(paired, f"an item or doc_id of {name} repeats or is unpaired")
-            _require(
-                all(0 <= i < self.item_counts[b] for i in items), f"an item outside {name}'s {self.item_counts[b]}"
-            )
+            require(paired, f"an item or doc_id of {name} repeats or is unpaired")
+            require(all(0 <= i < self.item_counts[b] for i in items), f"an item outside {name}'s {self.item_counts[b]}")
             if isinstance(step, SuiteNSet):
-                _require(step.budget == len(items), f"a budget of {step.budget} for {len(items)} items of {name}")
+                require(step.budget == len(items), f"a budget of {step.budget} for {len(items)} items of {name}")
 
     @classmethod
     def parse(cls, text: str) -> tuple[SuiteState, dict[str, str] | None]:
         """The state of a :meth:`to_json` text and the file hashes it records, or a one-line error."""
-        data = _load(text)
-        _require(isinstance(data, dict) and "suite_state_format" in data, "not a suite's plan state")
+        data = load_json(text)
+        require(isinstance(data, dict) and "suite_state_format" in data, "not a suite's plan state")
         found = data["suite_state_format"]
         readable = found == cls.FORMAT or found in cls.READS
-        _require(readable, f"a suite plan state of format {found}, this is format {cls.FORMAT}")
-        _require(not {"budget", "precision"} <= data.keys(), "both a fixed budget and a precision")
+        require(readable, f"a suite plan state of format {found}, this is format {cls.FORMAT}")
+        require(not {"budget", "precision"} <= data.keys(), "both a fixed budget and a precision")
         kind = SuiteNSet if "budget" in data else SuiteRounds if "precision" in data else None
-        state = _build(cls, {**data, "step": kind and _build(kind, data)})
-        return state, _sealed_files(data)
+        state = build(cls, {**data, "step": kind and build(kind, data)})
+        return state, sealed_files(data)
 
 
 def is_suite_plan(folder: str | Path) -> bool:
@@ -370,7 +364,7 @@ def plan_suite_g_set(
 
     def step(folder: Path) -> SuiteState:
         if not force:
-            _check_free(folder)
+            check_free(folder, PlanState)  # a benchmark plan's interruption is named; anything else is "not empty"
         sources = _sources(name, files)
         chosen_tasks, chosen_metrics = _tasks_and_metrics(name, sources.benchmarks, tasks, metrics)
         doc_ids = [sources.doc_ids(b) for b in range(len(sources.benchmarks))]
@@ -393,8 +387,8 @@ def plan_suite_g_set(
             g_sets=tuple(tuple(int(i) for i in g) for g in g_sets),
             g_set_doc_ids=tuple(tuple(ids[i] for i in g) for ids, g in zip(doc_ids, g_sets, strict=True)),
         )
-        with _Step(folder, replaces=lambda _: force, start=START) as written:  # an older plan's n_set goes
-            written.write(G_SET, _json(_selection(state.tasks, state.g_set_doc_ids)))
+        with Step(folder, replaces=lambda _: force, start=START) as written:  # an older plan's n_set goes
+            written.write(G_SET, json_text(_selection(state.tasks, state.g_set_doc_ids)))
             written.commit(state)
         return state
 
@@ -409,9 +403,9 @@ def _selection(tasks: Sequence[str], doc_ids: Sequence[Sequence[int]]) -> dict[s
 def read_suite_state(folder: str | Path, seed: int | None = None) -> SuiteState:
     """The suite plan's state, refusing one of another format or seed, or whose files disagree with it."""
     folder = Path(folder)
-    with _locked(folder, shared=True):
-        state, files = _read(folder, seed, SuiteState, START)
-        _check_files(folder, files, start=START)
+    with locked(folder, shared=True):
+        state, files = read_plan(folder, SuiteState, seed, START)
+        check_files(folder, files, start=START)
     return state
 
 
@@ -438,7 +432,7 @@ def _answers(state: SuiteState, sources: _Sources, samples) -> list[dict[int, fl
         task = task_of(path)
         if task not in where:
             raise TailoredBenchError(f"{path}: samples of task '{task}', not of this plan ({', '.join(state.tasks)})")
-        _merge(merged[where[task]], path, state.metrics[where[task]], task, f" of task {task}")
+        merge_samples(merged[where[task]], path, state.metrics[where[task]], task, f" of task {task}")
     for b, task in enumerate(state.tasks):
         if not merged[b]:
             raise TailoredBenchError(f"the samples hold no results of task {task}: give its samples_{task}_*.jsonl")
@@ -453,7 +447,7 @@ def _probes(state: SuiteState, samples, rounds) -> tuple:
     sources, g_sets = _refit(state)
     answers = _answers(state, sources, samples)
     g_answers = [
-        _on(results, doc_ids, f"{task} G-set")
+        answers_on(results, doc_ids, f"{task} G-set")
         for results, doc_ids, task in zip(answers, state.g_set_doc_ids, state.tasks, strict=True)
     ]
     probes = new_model_round_probes(sources.values, g_sets, g_answers, rounds, distance=state.distance, seed=state.seed)
@@ -471,16 +465,16 @@ def plan_suite_n_set(
     and needs ``force``.
     """
     folder = Path(folder)
-    with _locked(folder):
-        state, files = _read(folder, seed, SuiteState, START)
-        _check_files(folder, files, step=not force, start=START)
+    with locked(folder):
+        state, files = read_plan(folder, SuiteState, seed, START)
+        check_files(folder, files, step=not force, start=START)
         budget = check_integer(budget, "budget")
         if budget <= state.g_size:
             raise TailoredBenchError(f"budget {budget} must exceed the G-set size {state.g_size}")
         for name, count in zip(state.benchmarks, state.item_counts, strict=True):
             if budget > count:
                 raise TailoredBenchError(f"budget {budget} exceeds the item count {count} of {name}")
-        model = _one_model(samples)
+        model = one_model(samples)
         sources, _, (probes,) = _probes(state, samples, [(budget,) * len(state.tasks)])
         names = sources.matrices[0].models
         native = tuple(names[i] for i in probes[0].native_sources)
@@ -516,9 +510,9 @@ def plan_suite_n_set(
                 interval_level=INTERVAL_LEVEL,
             )
         state = state.then(step)
-        with _Step(folder, _replaces(files, force), start=START) as written:
+        with Step(folder, replaceable(files, force), start=START) as written:
             written.keep(G_SET)
-            written.write(N_SET, _json(_selection(state.tasks, step.n_set_doc_ids)))
+            written.write(N_SET, json_text(_selection(state.tasks, step.n_set_doc_ids)))
             written.commit(state)
     return state
 
@@ -532,13 +526,13 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
     where its rule stops, with ``precision``, ``precision_of``, ``precision_met``, ``status`` and ``round``.
     """
     folder = Path(folder)
-    with _locked(folder, shared=True):
-        state, files = _read(folder, seed, SuiteState, START)
-        _check_files(folder, files, start=START)
+    with locked(folder, shared=True):
+        state, files = read_plan(folder, SuiteState, seed, START)
+        check_files(folder, files, start=START)
         step = state.step
         if step is None:
             raise TailoredBenchError(f"{folder}: plan the N-sets first ('tailoredbench plan --state ... --budget N')")
-        model = _one_model(samples)
+        model = one_model(samples)
         if model != step.model:
             raise TailoredBenchError(f"the samples come from {model}, the N-sets were planned for {step.model}")
         head = {"suite": state.suite, "method": "tailored_plus", "mode": "joint", "interval_level": step.interval_level}
@@ -568,7 +562,7 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
         if tuple(tuple(int(i) for i in p.n_set) for p in probes) != step.n_sets:
             raise TailoredBenchError("the G-set results differ from those the N-sets were planned with")
         results = [
-            _on(found, g + n, f"{task} probe")
+            answers_on(found, g + n, f"{task} probe")
             for found, g, n, task in zip(answers, state.g_set_doc_ids, step.n_set_doc_ids, state.tasks, strict=True)
         ]
         fit = new_model_estimate(sources.values, probes, results, step.weights, step.quantiles, step.suite_quantile)
@@ -672,14 +666,14 @@ def plan_suite_round(
     plan's, or another model's samples, are refused unless ``force`` (the rounds then start again).
     """
     folder = Path(folder)
-    with _locked(folder):
-        state, files = _read(folder, seed, SuiteState, START)
-        _check_files(folder, files, step=not force, start=START)
+    with locked(folder):
+        state, files = read_plan(folder, SuiteState, seed, START)
+        check_files(folder, files, step=not force, start=START)
         precision = check_precision(precision)
         of, method = check_precision_of(of), check_round_method(method)
         round_size = check_integer(round_size, "round size", 1)
         rounds = round_budgets_of(state.item_counts, state.g_size, round_size, max_budget)
-        model = _one_model(samples)
+        model = one_model(samples)
         settings: dict[str, typing.Any] = dict(precision=precision, of=of, max_budget=rounds[-1][0])
         settings.update(round_size=round_size, method=method, model=model)
         old = state.step
@@ -730,11 +724,11 @@ def plan_suite_round(
         budgets = [r[0] for r in rounds]
         planned_rounds = tuple(sorted({*step.rounds, *budgets[: out["round"]]}))
         step = dataclasses.replace(step, native_sources=replayed["native"], rounds=planned_rounds)
-        with _Step(folder, _replaces(files, force), start=START) as written:  # an N-set or older rounds go
+        with Step(folder, replaceable(files, force), start=START) as written:  # an N-set or older rounds go
             written.keep(G_SET)
             for index in sorted(budgets.index(b) for b in planned_rounds):
                 items = replayed["round_items"][index]
                 ids = [[replayed["doc_ids"][b][i] for i in chosen] for b, chosen in enumerate(items)]
-                written.write(ROUND.format(index + 1), _json(_selection(state.tasks, ids)))
+                written.write(ROUND.format(index + 1), json_text(_selection(state.tasks, ids)))
             written.commit(state.then(step))
     return {**out, "precision": precision, "precision_of": of, "method": method, "max_budget": rounds[-1][0]}

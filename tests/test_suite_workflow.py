@@ -14,6 +14,7 @@ from tailoredbench.datasets.lm_eval import read_samples
 from tailoredbench.datasets.matrix import ResponseMatrix
 from tailoredbench.datasets.suites import Suite, load_suite
 from tailoredbench.errors import DataError, TailoredBenchError
+from tailoredbench.plan_folder import IN_USE, checksum, locked
 from tailoredbench.suite import SUITE_MEAN, simulate_suite, simulate_suite_precision
 from tailoredbench.suite_workflow import (
     SuiteState,
@@ -23,7 +24,7 @@ from tailoredbench.suite_workflow import (
     plan_suite_round,
     read_suite_state,
 )
-from tailoredbench.workflow import IN_USE, PlanState, _checksum, _locked
+from tailoredbench.workflow import PlanState
 
 TASKS = ("arc_challenge", "gsm8k", "truthfulqa_mc2")
 #: The value each task's samples carry: TruthfulQA MC2's is a probability.
@@ -255,7 +256,7 @@ def test_suite_options_are_refused_for_one_benchmark(capsys, tmp_path):
 
 def test_a_plan_in_use_is_refused_and_an_interrupted_one_named(suite, capsys):
     plan, _, _, first = suite
-    with _locked(plan):
+    with locked(plan):
         assert main(["plan", "--state", str(plan), "--samples", *first, "--budget", "10"]) == 2
     assert IN_USE in capsys.readouterr().err
     assert main(["plan", "--state", str(plan), "--samples", *first, "--budget", "10"]) == 0
@@ -378,7 +379,7 @@ def test_a_state_of_format_1_is_still_read(suite):
     state = plan_suite_n_set(plan, first, 10)
     data = json.loads(state.to_json())
     data["suite_state_format"] = 1
-    data["checksum"] = _checksum(data)
+    data["checksum"] = checksum(data)
     assert SuiteState.parse(json.dumps(data))[0] == state
 
 

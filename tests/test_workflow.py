@@ -17,8 +17,9 @@ from tailoredbench.intervals import pseudo_targets
 from tailoredbench.methods import MethodSpec, fluid
 from tailoredbench.methods.fluid import Fluid
 from tailoredbench.oracle import Oracle
+from tailoredbench.plan_folder import checksum
 from tailoredbench.stopping import StoppingRule
-from tailoredbench.workflow import NSet, PlanState, Rounds, _checksum, plan_n_set, plan_round, read_state
+from tailoredbench.workflow import NSet, PlanState, Rounds, plan_n_set, plan_round, read_state
 
 TARGET = 17  # a held-out (target) model of the ARC split
 
@@ -103,7 +104,7 @@ def test_doc_id_outside_the_benchmark(planned, arc, tmp_path, capsys):
 
 def reseal(state: dict) -> str:
     """A state.json edited with its checksum made to match, as a careful forger would."""
-    return json.dumps({**state, "checksum": _checksum(state)})
+    return json.dumps({**state, "checksum": checksum(state)})
 
 
 def test_state_of_another_seed(planned, arc, tmp_path, capsys):
