@@ -81,7 +81,7 @@ def _clock(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
-def _shown(path: Path) -> str:
+def user_path(path: Path) -> str:
     """A path as the user would type it: relative to the working folder when inside it."""
     relative = os.path.relpath(Path(path).resolve())
     return str(path) if relative.startswith("..") else relative
@@ -154,7 +154,7 @@ def reproduce(
     while waiting:
         name = next(n for n in waiting if set(waiting).isdisjoint(AFTER.get(n, ())))
         waiting.remove(name)
-        log(f"{name} ({count - len(waiting)}/{count}): running into {_shown(root / name)}")
+        log(f"{name} ({count - len(waiting)}/{count}): running into {user_path(root / name)}")
         values: dict = {**(QUICK.get(name, {}) if quick else {}), **parameters}
         values = {key: value for key, value in values.items() if key in declared[name]}
         if "reports_dir" in declared[name]:  # read the reports this run writes
@@ -205,14 +205,14 @@ def _run(name: str, values: dict, root: Path, notebooks_dir: Path, env: dict, lo
             process.kill()
             process.wait()
         shutil.rmtree(stage, ignore_errors=True)
-        log(f"interrupted: {name} stopped; {_shown(final)} is as it was")
+        log(f"interrupted: {name} stopped; {user_path(final)} is as it was")
         raise
     if process.returncode:
         shutil.rmtree(failed, ignore_errors=True)
         stage.rename(failed)
         kept = "is unchanged" if final.exists() else "was not written"
         reason = failure or f"exit status {process.returncode}"
-        return f"{name} failed ({reason}); {_shown(final)} {kept}; the failed run is in {_shown(failed)}"
+        return f"{name} failed ({reason}); {user_path(final)} {kept}; the failed run is in {user_path(failed)}"
     (stage / "console.log").unlink()
     # papermill's record of paths: relative to the project, and to the report's folder for the staging one
     text = output.read_text().replace(f'"{source}"', f'"{_relative(source, ROOT)}"')
@@ -220,7 +220,7 @@ def _run(name: str, values: dict, root: Path, notebooks_dir: Path, env: dict, lo
     output.write_text(normalised(text.replace(stage_rel, _relative(final, notebooks_dir))))
     atomic.replace_folder(stage, final)
     shutil.rmtree(failed, ignore_errors=True)
-    log(f"{name}: done in {_clock(time.perf_counter() - start)} -> {_shown(final)}")
+    log(f"{name}: done in {_clock(time.perf_counter() - start)} -> {user_path(final)}")
     return ""
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import atomic
-from .batch import BENCHMARK_NOTEBOOKS, REPORTS, ROOT, STUDY_NOTEBOOKS, _shown
+from .batch import BENCHMARK_NOTEBOOKS, REPORTS, ROOT, STUDY_NOTEBOOKS, user_path
 from .errors import TailoredBenchError
 
 SITE = ROOT / "site"
@@ -222,7 +222,7 @@ def main(argv=None) -> int:
     except TailoredBenchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    shown = _shown(index)
+    shown = user_path(index)
     print(f"open {shown}, or serve it: python -m http.server -d {os.path.dirname(shown)}")
     return 0
 
