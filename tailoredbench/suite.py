@@ -86,7 +86,7 @@ class SuiteSimulation:
 
 @dataclass(frozen=True)
 class _Setup:
-    """What every run shares: the sources, the budgets, the settings and what was fitted on the sources."""
+    """What every run shares: the sources, the budgets and the settings."""
 
     sources: tuple[np.ndarray, ...]
     budgets: tuple[int, ...]
@@ -107,10 +107,15 @@ def _run(setup: _Setup, targets: Sequence[np.ndarray], key, mode: str, weights=N
         if "tailored_plus" in methods:
             out["tailored_plus"] = {"estimate": None, "unlike": unlike, "components": parts}
             if weights is not None:
-                out["tailored_plus"]["estimate"] = np.einsum("btc,bc->bt", parts, weights)
+                out["tailored_plus"]["estimate"] = _stacked(np.einsum("btc,bc->bt", parts, weights))
     if "random_regression" in methods:
         out["random_regression"] = _random_regression(setup, targets, key, joint=mode == "joint")
     return _exact_where_all_asked(out, targets, setup.budgets)
+
+
+def _stacked(estimate: np.ndarray) -> np.ndarray:
+    """TailoredBench+'s stacked estimates kept in [0, 1], which their weighted average leaves only by rounding."""
+    return np.clip(estimate, 0.0, 1.0)
 
 
 def _exact_where_all_asked(out: dict[str, dict], targets, budgets) -> dict[str, dict]:
@@ -552,7 +557,7 @@ def _rounds_run(setup: _Setup, targets, key, mode: str, weights=None, rounds=())
     if "tailoredbench" in setup.methods:
         out["tailoredbench"] = {"estimate": calibrated, "unlike": unlike}
     if "tailored_plus" in setup.methods:
-        estimate = None if weights is None else np.einsum("rbtc,bc->rbt", parts, weights)
+        estimate = None if weights is None else _stacked(np.einsum("rbtc,bc->rbt", parts, weights))
         out["tailored_plus"] = {"estimate": estimate, "unlike": unlike, "components": parts}
     for r, budgets in enumerate(rounds):
         _exact_where_all_asked(
@@ -897,7 +902,7 @@ def new_model_estimate(
     budgets = [p.budget for p in probes]
     setup = _one_model(sources, budgets, len(probes[0].g_set), "manhattan")  # the probes' distance is spent
     _, unlike, parts = _read_probes(setup, probes, [np.asarray(y, dtype=float) for y in results], True)
-    estimate = np.einsum("btc,bc->bt", parts[:, None, :], np.asarray(weights, dtype=float))
+    estimate = _stacked(np.einsum("btc,bc->bt", parts[:, None, :], np.asarray(weights, dtype=float)))
     for b, (source, probe, y) in enumerate(zip(sources, probes, results, strict=True)):
         if probe.budget >= np.shape(source)[1]:  # every item asked: its accuracy, as _exact_where_all_asked
             estimate[b] = np.mean(y)

@@ -373,11 +373,13 @@ def combine(parts: Mapping[str, float], variant: str, weights=None) -> float:
     if variant == "stacked":
         if weights is None:
             raise TailoredBenchError("the stacked variant needs weights: prepare it with variant='stacked'")
-        return float(np.dot(weights, [parts[c] for c in COMPONENTS]))
-    if variant in MIXES:
+        value = float(np.dot(weights, [parts[c] for c in COMPONENTS]))
+    elif variant in MIXES:
         first, second = MIXES[variant]
-        return 0.5 * (parts[first] + parts[second])
-    return parts[variant]
+        value = 0.5 * (parts[first] + parts[second])
+    else:
+        value = parts[variant]
+    return min(max(value, 0.0), 1.0)  # an average of estimates in [0, 1] leaves it only by rounding
 
 
 def simplex_weights(estimates: np.ndarray, truth: np.ndarray, step: float = STACK_STEP) -> np.ndarray:

@@ -287,3 +287,17 @@ def test_a_benchmark_whose_every_item_is_asked_gets_its_exact_accuracy_as_the_pe
     last = found.results[(found.results["items"] == 20) & (found.results["benchmark"] == "benchmark_1")]
     assert len(last) and np.allclose(last["estimate"], last["true"])
     assert (last["interval_high"] == last["estimate"]).all()
+
+
+def test_stacked_estimates_that_rounding_would_push_past_one_stay_in_their_intervals(monkeypatch):
+    from tailoredbench import suite
+
+    sources = (np.ones((6, 8)), np.ones((6, 8)))
+    setup = suite._Setup(sources, (4, 4), 2, "manhattan", ("tailored_plus",))
+    parts = np.ones((2, 3, 4))  # benchmarks x targets x components, every one 1.0
+
+    monkeypatch.setattr(suite, "_tailored", lambda *args, **kwargs: (None, np.zeros((2, 3)), parts))
+    # weights of sum 1 whose products with 1.0 add up to 1.0000000000000002
+    weights = np.array([[0.2840601112017852, 0.26952329475317766, 0.2852637172771054, 0.16115287676793189]] * 2)
+    estimate = suite._run(setup, [np.ones((3, 8))] * 2, (0, 0), "joint", weights)["tailored_plus"]["estimate"]
+    assert estimate.max() == 1.0

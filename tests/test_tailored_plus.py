@@ -6,7 +6,7 @@ import pytest
 from conftest import synthetic_matrix
 from tailoredbench import TailoredBench, tailored
 from tailoredbench import rng as streams
-from tailoredbench.conformal import model_folds
+from tailoredbench.conformal import interval, model_folds
 from tailoredbench.errors import TailoredBenchError
 from tailoredbench.methods import MethodSpec, tailored_plus
 from tailoredbench.oracle import Oracle
@@ -183,3 +183,12 @@ def test_run_refuses_an_option_it_does_not_know():
     prepared = method.prepare(source, [15], variants=("calibrated",))
     with pytest.raises(TypeError, match="n_native"):
         method.run(prepared, source, [{15: Oracle(target, budget=15)}], [(0, 0)], variants=("calibrated",), n_native=2)
+
+
+def test_an_estimate_that_rounding_would_push_past_one_stays_in_its_interval():
+    # the weights sum to 1 but their products with 1.0 add up to 1.0000000000000002
+    parts = dict.fromkeys(tailored.COMPONENTS, 1.0)
+    estimate = tailored.combine(parts, "stacked", [0.05, 0.55, 0.3, 0.1])
+    low, high = interval(estimate, 0.05)
+    assert estimate == 1.0 and low <= estimate <= high
+    assert tailored.combine(dict.fromkeys(tailored.COMPONENTS, 0.0), "stacked", [0.05, 0.55, 0.3, 0.1]) == 0.0
