@@ -812,7 +812,7 @@ def coverage_by_split(
     -------
     DataFrame
         One row per split: ``models`` (``all`` or ``sources only``), ``split``,
-        ``split_seed``, ``coverage`` and its ``coverage_se`` across targets
+        ``split_seed``, the counts of ``sources`` and ``targets``, ``coverage`` and its ``coverage_se`` across targets
         (:func:`coverage_by_target`), mean ``width``, ``mae`` and ``kendall_tau``
         averaged over the benchmark's budgets.
     """

@@ -523,7 +523,8 @@ def estimate_suite(folder: str | Path, samples, seed: int | None = None) -> dict
     Returns ``benchmarks`` (per benchmark: ``benchmark``, ``task``, ``metric``, ``estimate``, ``interval_low``,
     ``interval_high``, ``items``), ``suite_mean`` (``estimate``, ``interval_low``, ``interval_high``), the ``items``
     asked in all, the number of ``native_sources``, and the plan's settings. A plan to a precision: at the round
-    where its rule stops, with ``precision``, ``precision_of``, ``precision_met``, ``status`` and ``round``.
+    where its rule stops, each interval with its ``halfwidth``, and ``precision``, ``precision_of``,
+    ``precision_met``, ``status`` and ``round``.
     """
     folder = Path(folder)
     with locked(folder, shared=True):
@@ -662,8 +663,9 @@ def plan_suite_round(
 
     Returns ``status`` (``"next round"``, ``"precision reached"`` or ``"maximum budget reached"``), the ``round``
     and ``file`` written (or ``None``), ``items`` per benchmark where the rule stops, and, once a round is
-    answered, ``benchmarks`` and ``suite_mean`` as :func:`estimate_suite` gives them. Other settings than the
-    plan's, or another model's samples, are refused unless ``force`` (the rounds then start again).
+    answered, ``benchmarks`` and ``suite_mean`` as :func:`estimate_suite` gives them; then the settings
+    ``precision``, ``precision_of``, ``method`` and ``max_budget``. Other settings than the plan's, or another
+    model's samples, are refused unless ``force`` (the rounds then start again).
     """
     folder = Path(folder)
     with locked(folder):
