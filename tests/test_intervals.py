@@ -173,6 +173,18 @@ def test_every_estimate_lies_in_0_1_and_inside_its_interval():
     ).all()
 
 
+@pytest.mark.parametrize(
+    "method", ["anchor_points", pytest.param("gp_irt", marks=pytest.mark.slow), "tailored_plus[stacked]", "fluid"]
+)
+def test_a_target_right_on_every_item_is_estimated_at_most_1_and_inside_its_interval(method):
+    # SYNTHETIC: weights that sum to 1 can add 1.0 answers up to 1.0000000000000002, above the interval's top
+    rng = np.random.default_rng(7)
+    source = (rng.random((30, 60)) < rng.random((30, 1)) * 0.6 + 0.3).astype(float)
+    results = simulate((source, np.ones((4, 60))), [method], [9, 13, 17, 21, 25], runs=8, g_size=5, interval=0.9)
+    estimate = results.results["estimate"]
+    assert estimate.between(0, 1).all() and (estimate <= results.results["interval_high"]).all()
+
+
 def test_a_target_asked_every_item_gets_its_exact_accuracy_as_a_point_interval():
     source = synthetic_matrix(20, 24, seed=1)  # SYNTHETIC
     target = synthetic_matrix(4, 24, seed=2)  # SYNTHETIC
