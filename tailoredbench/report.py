@@ -407,11 +407,11 @@ def _tally(matches) -> str:
     return listed(f"{words[o]} at {count[o]}" for o in words if count[o]) + f" of the {n} budgets"
 
 
-def _headline(m: Match, decimals: int) -> str:
+def _headline(m: Match, decimals: int, rival: str = "the best baseline") -> str:
     ours, theirs = m.cells(decimals)
     if m.outcome == "tie":
-        return f"{ours}, against {theirs} for the best baseline, {m.rival}: a tie, as the gap is within noise"
-    return f"{ours}, {m.change(prose=True)} the best baseline's ({m.rival}, {theirs})"
+        return f"{ours}, against {theirs} for {rival}, {m.rival}: a tie, as the gap is within noise"
+    return f"{ours}, {m.change(prose=True)} {rival}'s ({m.rival}, {theirs})"
 
 
 def _paper_gap(ours: float, se: float, paper: float, what: str) -> str:
@@ -463,7 +463,9 @@ def takeaway(summary: pd.DataFrame, paper_mae_at_30=None, method: str = TAILORED
     budgets = sorted(int(b) for b in summary["budget"].unique())
     name = _called(method)
     decimals = se_decimals([head.se, head.rival_se], least=4)
-    sentences = [f"At {budget} items, {over} {name}'s MAE is {_headline(head, decimals)}{_later(summary, budget)}."]
+    later = _later(summary, budget)
+    rival = "the best paper baseline" if later and head.rival in PAPER_METHODS else "the best baseline"
+    sentences = [f"At {budget} items, {over} {name}'s MAE is {_headline(head, decimals, rival)}{later}."]
     if len(budgets) > 1:
         mae = [match(summary, b, "mae", method, paper_only=True) for b in budgets]
         tau = [match(summary, b, "kendall_tau", method, paper_only=True) for b in budgets]
@@ -733,6 +735,28 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
     said += [f"ties the best baseline on {listed(tied)}"] * bool(tied)
     sentences.append(f"On Kendall's tau, of {len(tau)} benchmark{'s' * (len(tau) != 1)}, it {listed(said)}.")
     return " ".join(sentences)
+
+
+def leaders_reading(table: pd.DataFrame) -> str:
+    """A sentence on the main figure: per benchmark, the method with the best mean MAE, and tau, at most budgets.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"benchmark": ["x"] * 4, "budget": [10, 10, 20, 20], "method": ["a", "b"] * 2,
+    ...                       "mae": [0.02, 0.03, 0.02, 0.01], "kendall_tau": [0.5, 0.6, 0.7, 0.8]})
+    >>> leaders_reading(table)
+    'The lowest mean MAE at the most budgets: a on x (1 of 2). The highest mean tau: b on x (2 of 2).'
+    """
+    said = []
+    for metric, words in (("mae", "The lowest mean MAE at the most budgets"), ("kendall_tau", "The highest mean tau")):
+        groups = table.groupby(["benchmark", "budget"], sort=False)[metric]
+        best = table.loc[groups.idxmax() if METRICS[metric] else groups.idxmin()]
+        where: dict[str, list[str]] = {}
+        for benchmark, part in best.groupby("benchmark", sort=False):
+            counts = part["method"].value_counts(sort=False)
+            where.setdefault(counts.idxmax(), []).append(f"{title(benchmark)} ({counts.max()} of {len(part)})")
+        said.append(f"{words}: " + "; ".join(f"{_called(m)} on {listed(places)}" for m, places in where.items()) + ".")
+    return " ".join(said)
 
 
 def spread_reading(table: pd.DataFrame, budget: int = 30) -> str:

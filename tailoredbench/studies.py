@@ -1385,7 +1385,10 @@ def suite_takeaway(
         part = part[(part["method"] == method) & (part["benchmark"] != "suite mean")].sort_values("ratio")
         gained.append(_gain_clause(part, f" of {suite}", "ratio " * first))
         if regression is not None:
-            regressions.append(f"{_against(regression)} on {suite}")
+            each = gains[suite]
+            each = each[(each["method"] == "random_regression") & (each["benchmark"] != "suite mean")]
+            tied = len(each) > 0 and (each["verdict"] == "tie").all()
+            regressions.append(f"{_against(regression)} on {suite}" + ", within noise on each benchmark" * tied)
             above.append(regression.loc["joint", "mae"] > joint["mae"])
     if not heads:
         return [f"{name} was not run in both modes, so the joint plan is not compared with the independent one here."]

@@ -244,4 +244,4 @@ def test_the_paper_is_compared_with_the_paper_s_baselines_only():
 def test_a_later_method_is_named_beside_the_paper_s_baselines_never_as_one_of_them():
     with_fluid = summary({**WIN, "fluid": 0.0214})
     said = report.takeaway(with_fluid)
-    assert "best baseline's (gp_irt" in said and "; fluid, from after the paper, has 0.0214" in said
+    assert "best paper baseline's (gp_irt" in said and "; fluid, from after the paper, has 0.0214" in said
