@@ -1387,7 +1387,7 @@ def suite_takeaway(
         if regression is not None:
             each = gains[suite]
             each = each[(each["method"] == "random_regression") & (each["benchmark"] != "suite mean")]
-            tied = len(each) > 0 and (each["verdict"] == "tie").all()
+            tied = len(each) > 0 and bool((each["verdict"] == "tie").all())
             regressions.append(f"{_against(regression)} on {suite}" + ", within noise on each benchmark" * tied)
             above.append(regression.loc["joint", "mae"] > joint["mae"])
     if not heads:
