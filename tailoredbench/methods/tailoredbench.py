@@ -177,7 +177,8 @@ def _plan(
 
 
 class TailoredBenchMethod(Method):
-    """TailoredBench (Yuan et al., ACL 2025), faithful to the paper's code.
+    """TailoredBench (Yuan et al., ACL 2025), faithful to the paper's code but for one tie: a medoid keeps its own
+    cluster (and its answer is read) where the code's nearest-medoid rule gives it to an identical earlier one.
 
     Options beyond ``g_size`` and ``distance``: ``calibrate=False``, the ablation's uncalibrated arm;
     ``n_native`` and ``native_offset``, a count or consistency band of native sources instead of the
