@@ -1339,6 +1339,11 @@ def _against(rows: pd.DataFrame) -> str:
     return f"{rows.loc['joint', 'mae']:.4f} against {rows.loc['independent', 'mae']:.4f}"
 
 
+def _benchmark_gains(table: pd.DataFrame, method: str) -> pd.DataFrame:
+    """``method``'s rows of a :func:`joint_gains` table, the suite mean's left out."""
+    return table[(table["method"] == method) & (table["benchmark"] != "suite mean")]
+
+
 def suite_takeaway(
     summaries: Mapping[str, pd.DataFrame], gains: Mapping[str, pd.DataFrame], method: str = "tailored_plus"
 ) -> list[str]:
@@ -1381,12 +1386,10 @@ def suite_takeaway(
             + f"{int(joint['items'])} items per target)"
         )
         covers.append(f"{joint['coverage']:.1%}")
-        part = gains[suite]
-        part = part[(part["method"] == method) & (part["benchmark"] != "suite mean")].sort_values("ratio")
+        part = _benchmark_gains(gains[suite], method).sort_values("ratio")
         gained.append(_gain_clause(part, f" of {suite}", "ratio " * first))
         if regression is not None:
-            each = gains[suite]
-            each = each[(each["method"] == "random_regression") & (each["benchmark"] != "suite mean")]
+            each = _benchmark_gains(gains[suite], "random_regression")
             tied = len(each) > 0 and bool((each["verdict"] == "tie").all())
             regressions.append(f"{_against(regression)} on {suite}" + ", within noise on each benchmark" * tied)
             above.append(regression.loc["joint", "mae"] > joint["mae"])

@@ -80,5 +80,4 @@ class AnchorPoints(EachBudget):
     def estimate(self, prepared, source, oracle, key, budget):
         gen = rng.stream(key, rng.ANCHOR_POINTS, budget)
         medoids = k_medoids(prepared["distances"], budget, random_state=gen, same_row=prepared["same_row"]).medoids
-        estimate = oracle.ask(medoids) @ anchor_weights(prepared["corr"], medoids, source)
-        return np.clip(estimate, 0.0, 1.0)  # weights summing to 1 can add up to 1.0000000000000002
+        return oracle.ask(medoids) @ anchor_weights(prepared["corr"], medoids, source)

@@ -92,11 +92,13 @@ class Method(ABC):
 
 
 class EachBudget(Method):
-    """A method without variants that estimates each run and budget alone: it defines :meth:`estimate`."""
+    """A method without variants that estimates each run and budget alone: it defines :meth:`estimate`, and
+    :meth:`run` keeps every estimate in [0, 1]."""
 
     def run(self, prepared, source, oracles, keys, **_) -> list[RunEstimates]:
+        # a regression leaves [0, 1], and weights summing to 1 can add answers of 1.0 up to 1.0000000000000002
         return [
-            {"": {budget: self.estimate(prepared, source, oracle, key, budget) for budget, oracle in run.items()}}
+            {"": {b: np.clip(self.estimate(prepared, source, oracle, key, b), 0.0, 1.0) for b, oracle in run.items()}}
             for run, key in zip(oracles, keys, strict=True)
         ]
 

@@ -73,8 +73,7 @@ def estimates(
     else:  # every item is an anchor: the answers are the accuracy
         p_irt = Y_anchor.mean(axis=1)
     anchor_estimate = Y_anchor @ weights
-    found = {"anchor": anchor_estimate, "p_irt": p_irt, "gp_irt": lam * anchor_estimate + (1 - lam) * p_irt}
-    return {name: np.clip(value, 0.0, 1.0) for name, value in found.items()}  # weighted means leave [0, 1] by rounding
+    return {"anchor": anchor_estimate, "p_irt": p_irt, "gp_irt": lam * anchor_estimate + (1 - lam) * p_irt}
 
 
 def _cache_entry(source: np.ndarray, budgets) -> tuple[Path, str]:
