@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import threading
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -53,11 +54,16 @@ def weighted_hamming(A: np.ndarray, weights: np.ndarray, B: np.ndarray | None = 
     same = B is None
     B = A if B is None else B
     Aw = A * weights
-    # |a - b| = a + b - 2ab for a, b in {0, 1}; one BLAS thread: a product this thin gains nothing from two
-    with _blas().limit(limits=1, user_api="blas"):
+    # |a - b| = a + b - 2ab for a, b in {0, 1}; one BLAS thread: a product this thin gains nothing from two.
+    # The limit is process-wide: one thread at a time sets and restores it, else threads restore each other's
+    # setting and leave the process's BLAS at one thread
+    with _BLAS_LIMIT, _blas().limit(limits=1, user_api="blas"):
         D = Aw @ B.T
     _hamming_from_gram(D, Aw.sum(axis=1), B @ weights, same)
     return D
+
+
+_BLAS_LIMIT = threading.Lock()
 
 
 @functools.cache

@@ -1,10 +1,12 @@
 """K-Medoids and distances against brute force on tiny inputs."""
 
+import threading
 from itertools import combinations
 
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
+from threadpoolctl import threadpool_info
 
 from tailoredbench.errors import TailoredBenchError
 from tailoredbench.kmedoids import (
@@ -128,6 +130,19 @@ def test_weighted_hamming_is_manhattan_of_standardized(rng):
     Y = (rng.random((7, 12)) < 0.5).astype(float)
     brute = np.array([[np.sum(w * (a != b)) for b in Y] for a in X])
     assert np.allclose(weighted_hamming(X, w, Y), brute)
+
+
+def test_distances_in_many_threads_leave_the_process_blas_threads_as_they_were(rng):
+    # threads (the threading backend) each lowering BLAS to one thread for a product and restoring it
+    X, w = (rng.random((300, 30)) < 0.5).astype(float), rng.random(30)
+    weighted_hamming(X, w)  # every BLAS library loaded
+    before = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    threads = [threading.Thread(target=lambda: [weighted_hamming(X, w) for _ in range(500)]) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"] == before
 
 
 @pytest.mark.parametrize("metric", ["cosine", "correlation"])
