@@ -6,6 +6,7 @@ only once every cell has succeeded; a failed run is kept in ``.<name>.failed/``,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -206,6 +207,12 @@ def _run(name: str, values: dict, root: Path, notebooks_dir: Path, env: dict, lo
             process.wait()
         shutil.rmtree(stage, ignore_errors=True)
         log(f"interrupted: {name} stopped; {user_path(final)} is as it was")
+        raise
+    except BaseException:  # e.g. a test's time limit: the notebook's process and its kernel go with it
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        shutil.rmtree(stage, ignore_errors=True)
         raise
     if process.returncode:
         shutil.rmtree(failed, ignore_errors=True)

@@ -200,12 +200,14 @@ def git_commit(path: str | Path | None = None) -> str | None:
     cwd = Path(path or CHECKOUT)
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=60
+        ).stdout.strip()
 
     try:
         head = git("rev-parse", "HEAD")
         dirty = git("status", "--porcelain", "--untracked-files=no", "--", "tailoredbench", "notebooks")
-    except (OSError, subprocess.CalledProcessError):
+    except (OSError, subprocess.SubprocessError):  # no git, not a checkout, or git waiting on something
         return None
     return f"{head}-dirty" if dirty else head
 
@@ -217,9 +219,9 @@ def code_is_current(commit: str | None, path: str | Path | None = None) -> bool:
     cwd = Path(path or CHECKOUT)
     try:
         diff = subprocess.run(
-            ["git", "diff", "--quiet", commit, "HEAD", "--", "tailoredbench", "notebooks", "data"], cwd=cwd
+            ["git", "diff", "--quiet", commit, "HEAD", "--", "tailoredbench", "notebooks", "data"], cwd=cwd, timeout=60
         )
-    except OSError:
+    except (OSError, subprocess.SubprocessError):
         return False
     return diff.returncode == 0
 

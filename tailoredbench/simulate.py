@@ -117,8 +117,13 @@ def dask_client(backend: str | None, scheduler: str | None, n_jobs: int):
             # its workers start with variables set in this process's environment for good: put back at close
             stack.callback(_restore_environment, dict(os.environ))
             cluster = stack.enter_context(
+                # a worker that cannot reach the scheduler within a minute stops instead of waiting for good
                 distributed.LocalCluster(
-                    n_workers=max(n_jobs, 1), threads_per_worker=1, dashboard_address=None, silence_logs=logging.ERROR
+                    n_workers=max(n_jobs, 1),
+                    threads_per_worker=1,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                    death_timeout=60,
                 )
             )
             address = cluster.scheduler_address

@@ -184,6 +184,31 @@ def test_ctrl_c_stops_the_kernel_removes_the_staging_folder_and_says_so_in_one_l
     assert not _alive(kernel)
 
 
+@pytest.mark.notebook
+def test_a_failure_in_the_caller_stops_the_notebook_and_its_kernel(notebooks, tmp_path):
+    # as a test's time limit does: an exception raised in the caller while a cell runs
+    out, pid_file = tmp_path / "reports", tmp_path / "kernel.pid"
+    (out / "one").mkdir(parents=True)
+    (out / "one" / "mine.txt").write_text("keep")
+
+    def log(line):
+        if "one: 1/3 code cells" in line:
+            deadline = time.monotonic() + 60
+            while not pid_file.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            raise RuntimeError("the caller gave up")
+
+    parameters = {"seconds": 120.0, "pid_file": str(pid_file)}
+    with pytest.raises(RuntimeError, match="the caller gave up"):
+        reproduce(["one"], parameters=parameters, notebooks_dir=notebooks, output_dir=out, force=True, log=log)
+    kernel, deadline = int(pid_file.read_text()), time.monotonic() + 10
+    while _alive(kernel) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(kernel)
+    assert sorted(p.name for p in out.iterdir()) == ["one"]  # no staging folder left
+    assert sorted(p.name for p in (out / "one").iterdir()) == ["mine.txt"]
+
+
 def test_an_output_folder_that_is_a_file_is_one_line(tmp_path, capsys):
     from tailoredbench.cli import main
 

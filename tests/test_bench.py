@@ -54,5 +54,6 @@ def test_a_gsm8k_run_is_timed_in_a_fresh_process_as_the_pinned_comparison_does(b
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, str(BENCH), "--gsm8k-run", "1"], capture_output=True, text=True, check=True)
+    command = [sys.executable, str(BENCH), "--gsm8k-run", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300)
     assert float(done.stdout.strip().splitlines()[-1]) > 0

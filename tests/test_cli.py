@@ -55,6 +55,7 @@ def test_simulate_json_through_python_dash_m():
         capture_output=True,
         text=True,
         check=True,
+        timeout=300,
     )
     record = json.loads(out.stdout)
     assert REQUIRED <= set(record)
@@ -236,7 +237,9 @@ def test_ctrl_c_at_any_moment_is_one_line_and_130(launcher, library, then):
 def test_the_entry_points_start_without_the_heavy_modules():
     code = "import sys, tailoredbench.__main__; print(sorted({'numpy', 'pandas', 'numba'} & set(sys.modules)))"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, timeout=120
+    )
     assert done.stdout.strip() == "[]"
     assert console_script().startswith("import sys\nfrom tailoredbench.__main__ import main\n")
 

@@ -95,7 +95,9 @@ def test_reproducible_numerics_pin_openblas_and_numpy_below_avx512_in_the_proces
     assert pins["OPENBLAS_CORETYPE"] == "Haswell"
     assert ("NPY_DISABLE_CPU_FEATURES" in pins) == bool(features.get("X86_V4"))
     code = "import json; from tailoredbench.environment import versions; print(json.dumps(versions()))"
-    child = subprocess.run([sys.executable, "-c", code], env={**os.environ, **pins}, capture_output=True, text=True)
+    child = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, **pins}, capture_output=True, text=True, timeout=120
+    )
     recorded = json.loads(child.stdout)
     assert "Haswell" in recorded["blas"] and recorded["numpy_simd"] in ("X86_V3", "baseline"), recorded
 

@@ -21,7 +21,7 @@ def test_same_numbers_on_a_dask_cluster_as_locally():
     methods = ["tailoredbench", "random", "anchor_points"]
     local = simulate(bench, methods=methods, budgets=[12, 18], runs=3, g_size=5, n_jobs=1)
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None, death_timeout=60
     ) as cluster:
         with distributed.Client(cluster):
             remote = simulate(bench, methods=methods, budgets=[12, 18], runs=3, g_size=5, n_jobs=2, backend="dask")
@@ -40,7 +40,9 @@ def test_a_multi_process_dask_cluster_by_address_from_python_and_the_command_lin
     local = capsys.readouterr().out
     bench = (data[::2], data[1::2])
     one = simulate(bench, budgets=[12, 18], runs=3, g_size=5)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, dashboard_address=None, death_timeout=60
+    ) as cluster:
         address = cluster.scheduler_address
         remote = simulate(bench, budgets=[12, 18], runs=3, g_size=5, n_jobs=2, backend="dask", scheduler=address)
         assert main([*args, "--json", "--jobs", "2", "--backend", "dask", "--scheduler", address]) == 0

@@ -28,6 +28,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--no-first-run",
     "--disable-sync",
+    "--disable-dev-shm-usage",  # a container's small /dev/shm can crash a page, and a crashed page answers nothing
 ]
 
 
@@ -167,6 +168,7 @@ def visit(browser, index: Path) -> tuple[dict, list, list]:
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     left, errors = [], []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("crash", lambda crashed: errors.append(f"crashed: {crashed.url}"))
 
     def route(request_route):
         if request_route.request.url.startswith(("file:", "data:")):
