@@ -86,7 +86,7 @@ def race(monkeypatch, pause_in: str, first, second):
         except Exception as err:
             outcome[key] = err
 
-    thread = threading.Thread(target=run, args=("first", first), name="first")
+    thread = threading.Thread(target=run, args=("first", first), name="first", daemon=True)
     thread.start()
     try:
         assert entered.wait(60)
@@ -94,6 +94,7 @@ def race(monkeypatch, pause_in: str, first, second):
     finally:
         release.set()
         thread.join(120)
+    assert not thread.is_alive()
     return outcome["first"], outcome["second"]
 
 
@@ -316,7 +317,7 @@ def test_writers_racing_on_one_folder_leave_one_complete_plan(arc, steps, slow):
         samples = [write_samples(Path(scratch), arc)]
         plan_g_set("arc_challenge", plan)
         old = plan_n_set(plan, samples, 30)
-        start = threading.Barrier(len(steps))
+        start = threading.Barrier(len(steps), timeout=60)
         outcomes: list = [None] * len(steps)
 
         def run(index, step, delay):
@@ -331,11 +332,12 @@ def test_writers_racing_on_one_folder_leave_one_complete_plan(arc, steps, slow):
             except TailoredBenchError as err:
                 outcomes[index] = err
 
-        threads = [threading.Thread(target=run, args=(i, s, d)) for i, (s, d) in enumerate(steps)]
+        threads = [threading.Thread(target=run, args=(i, s, d), daemon=True) for i, (s, d) in enumerate(steps)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(120)
+        assert not any(thread.is_alive() for thread in threads)
         done = [o for o in outcomes if not isinstance(o, Exception)]
         for refused in (o for o in outcomes if isinstance(o, Exception)):
             message = str(refused)
