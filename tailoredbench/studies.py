@@ -336,10 +336,18 @@ def takeaway(table: pd.DataFrame, paper: Mapping, label: str = "{}", key: str = 
     best = min(theirs, key=lambda arm: theirs[arm][1])
     if best in mean.index:
         n = table["benchmark"].nunique()
-        sentences.append(
-            f"The paper's lowest MAE is at {label.format(best)}; ours there, over {n} benchmark"
-            f"{'s' if n > 1 else ''}, is {paper_gap(mean.loc[best, 'mae'], mean.loc[best, 'mae_se'], theirs[best][1])}."
-        )
+        ours, over = str(mean["mae"].idxmin()), f"over {n} benchmark{'s' if n > 1 else ''}"
+        gap = paper_gap(mean.loc[best, "mae"], mean.loc[best, "mae_se"], theirs[best][1])
+        if ours == best:
+            sentences.append(
+                f"The paper's lowest MAE is at {label.format(best)}, as is ours; there, {over}, ours is {gap}."
+            )
+        else:  # the two orders disagree: where ours is lowest, and what the paper found there
+            worst = " (the paper's highest)" if ours == max(theirs, key=lambda arm: theirs[arm][1]) else ""
+            sentences.append(
+                f"The paper's lowest MAE is at {label.format(best)}, ours at {label.format(ours)}{worst}; at "
+                f"{label.format(best)}, {over}, ours is {gap}."
+            )
     return sentences
 
 
@@ -970,6 +978,12 @@ def versus_at(items: pd.DataFrame, method: str, rival: str, precision: float) ->
             for m, r in ((method, ours), (rival, theirs))
             if r["reached"] < sequential.GOAL_SHARE
         )
+        low, high = sequential.COVERAGE_GOAL
+        short += "".join(
+            f"; {m} covers outside the {low:.0%}-{high:.0%} goal"
+            for m, r in ((method, ours), (rival, theirs))
+            if not low <= r["coverage"] <= high
+        )
         numbers = f"{ours['items']:.1f} items, {ours['coverage']:.0%} cover, against {theirs['items']:.1f}"
         tie = within_noise(ours["items"], ours["items_se"], theirs["items"], theirs["items_se"])
         side = "tie" if tie else "fewer" if ours["items"] < theirs["items"] else "more"
@@ -1074,9 +1088,43 @@ def suite_summary_reading(summary: pd.DataFrame, suite_name: str, goal=COVERAGE_
     return (
         f"On {suite_name}, the lowest MAE per benchmark is {who(first)}'s ({first['mae']:.4f}), then {who(second)}'s "
         f"({second['mae']:.4f}); the suite mean's lowest is {who(suite_best)}'s ({suite_best['suite_mae']:.4f}). "
-        f"The 90% intervals cover from {low['coverage']:.1%} ({who(low)}) to {high['coverage']:.1%} ({who(high)}) "
+        + _paper_method_beaten(summary, who)
+        + f"The 90% intervals cover from {low['coverage']:.1%} ({who(low)}) to {high['coverage']:.1%} ({who(high)}) "
         f"of the true accuracies, inside {100 * goal[0]:.0f}-{100 * goal[1]:.0f}% for {inside} of the "
         f"{len(summary)} rows."
+    )
+
+
+def _paper_method_beaten(summary: pd.DataFrame, who) -> str:
+    # the paper's own method, planned jointly, against the baselines: a sentence where one of them is lower
+    ours = summary[(summary["mode"] == "joint") & (summary["method"] == "tailoredbench")]
+    if ours.empty:
+        return ""
+    mine, others = ours.iloc[0], summary[~summary["method"].isin(["tailoredbench", "tailored_plus"])]
+
+    def lower(column: str) -> list[str]:
+        rows = others[others[column] < mine[column]].sort_values(column)
+        return [
+            f"{who(row)} ({row[column]:.4f}"
+            + (
+                ", within noise"
+                if within_noise(row[column], row[f"{column}_se"], mine[column], mine[f"{column}_se"])
+                else ""
+            )
+            + ")"
+            for _, row in rows.iterrows()
+        ]
+
+    parts = [
+        f"{what}, {listed(names)}"
+        for what, column in (("per benchmark", "mae"), ("on the suite mean", "suite_mae"))
+        if (names := lower(column))
+    ]
+    if not parts:
+        return ""
+    return (
+        f"Joint TailoredBench ({mine['mae']:.4f}; suite mean {mine['suite_mae']:.4f}) is not the lowest among the "
+        f"paper's method and baselines: below it are, {'; '.join(parts)}. "
     )
 
 
@@ -1391,7 +1439,7 @@ def suite_takeaway(
         if regression is not None:
             each = _benchmark_gains(gains[suite], "random_regression")
             tied = len(each) > 0 and bool((each["verdict"] == "tie").all())
-            regressions.append(f"{_against(regression)} on {suite}" + ", within noise on each benchmark" * tied)
+            regressions.append(f"{_against(regression)} on {suite}" + ", within noise on each of its benchmarks" * tied)
             above.append(regression.loc["joint", "mae"] > joint["mae"])
     if not heads:
         return [f"{name} was not run in both modes, so the joint plan is not compared with the independent one here."]

@@ -123,7 +123,7 @@ def test_every_requested_precision_is_labelled(tmp_path):
     ]
     fig = figures.plot_precision(pd.DataFrame(rows), tmp_path / "precision.png")
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
-    assert ticks == ["0.03", "0.04", "0.05", "0.06", "0.08", "0.10"]
+    assert ticks == [".03", ".04", ".05", ".06", ".08", ".10"]
     assert all(ax.get_xlabel() and ax.get_ylabel() for ax in fig.axes[:2])
 
 

@@ -395,6 +395,11 @@ def test_versus_at_says_per_benchmark_who_needs_fewer_items_and_who_falls_short(
     assert studies.versus_at(only_more, "tailored_plus", "fluid", 0.06) == (
         "At ±0.06, tailored_plus needs more than fluid on HellaSwag (15.6 items, 90% cover, against 10.6, 90%)."
     )
+    undercovered = only_more.assign(coverage=[0.84, 0.97])
+    assert studies.versus_at(undercovered, "tailored_plus", "fluid", 0.06) == (
+        "At ±0.06, tailored_plus needs more than fluid on HellaSwag (15.6 items, 84% cover, against 10.6, 97%; "
+        "tailored_plus covers outside the 85%-95% goal; fluid covers outside the 85%-95% goal)."
+    )
     # a smaller run without the rival says so instead of failing
     assert studies.versus_at(items[items["method"] == "tailored_plus"], "tailored_plus", "fluid", 0.06) == (
         "tailored_plus and fluid were not both run at ±0.06, so they are not compared here."
@@ -438,6 +443,26 @@ def test_gains_reading_names_where_the_joint_plan_helps_and_how_much_the_others_
     assert "not on c (0.99, within noise)" in text
     assert "c, which gains least for every method, has R² 0.20" in text
     assert "is 1.0 for TailoredBench+ and 1.0 for random+regression" in text
+
+
+def test_the_suite_reading_says_where_a_baseline_is_below_joint_tailoredbench_and_whether_beyond_noise():
+    summary = pd.DataFrame(
+        {
+            "mode": ["joint", "joint", "independent"],
+            "method": ["tailoredbench", "random_regression", "gp_irt"],
+            "mae": [0.0285, 0.0281, 0.0322],
+            "mae_se": [0.0001, 0.0004, 0.0003],
+            "suite_mae": [0.0182, 0.0162, 0.0165],
+            "suite_mae_se": [0.0001, 0.0004, 0.0003],
+            "coverage": 0.9,
+            "coverage_se": 0.001,
+        }
+    )
+    text = studies.suite_summary_reading(summary, "s")
+    assert "below it are, per benchmark, joint random+regression (0.0281, within noise); on the suite mean, " in text
+    assert "joint random+regression (0.0162) and independent gp-IRT (0.0165)." in text
+    ahead = summary.assign(mae=[0.02, 0.03, 0.04], suite_mae=[0.01, 0.02, 0.03])
+    assert "below it" not in studies.suite_summary_reading(ahead, "s")
 
 
 def test_suite_takeaway_is_at_most_three_sentences_of_at_most_300_characters():
