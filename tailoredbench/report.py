@@ -510,18 +510,48 @@ def runs_reading(summary: pd.DataFrame, per_run: pd.DataFrame, method: str = TAI
     return " ".join(sentences)
 
 
-def tau_reading(summary: pd.DataFrame) -> str:
-    """A sentence on the tau table: the highest and lowest at the headline budget."""
+def tau_reading(summary: pd.DataFrame, results: pd.DataFrame | None = None) -> str:
+    """A sentence on the tau table: the highest and lowest at the headline budget, and what the lowest means.
+
+    With ``results`` (a simulation's per-target estimates) the lowest is read as the shares of pairs of targets
+    its estimates put in the right order, in the wrong one and level (ties move tau-b off the steps of
+    ``2 / pairs``); without, as the share in the right order were there no ties.
+    """
     budget = headline_budget(summary)
     part = _at(summary, budget)
     high, low = part["kendall_tau"].idxmax(), part["kendall_tau"].idxmin()
     decimals = se_decimals(part.loc[[high, low], "kendall_tau_se"])
     shown = [_shown(part, m, "kendall_tau", decimals) for m in (low, high)]
-    return (
-        f"At {budget} items tau runs from {shown[0]} ({low}) to {shown[1]} ({high}). A tau of "
-        f"{part.at[low, 'kendall_tau']:.2f} means that of two targets picked at random, the estimates put them in "
-        f"the right order {(1 + part.at[low, 'kendall_tau']) / 2:.0%} of the time (when there are no ties)."
+    text = f"At {budget} items tau runs from {shown[0]} ({low}) to {shown[1]} ({high}). "
+    tau = part.at[low, "kendall_tau"]
+    if results is None:
+        return text + (
+            f"A tau of {tau:.2f} means that of two targets picked at random, the estimates put them in the right "
+            f"order {(1 + tau) / 2:.0%} of the time, were there no ties."
+        )
+    right, wrong, level = pair_shares(results[(results["method"] == low) & (results["budget"] == budget)])
+    return text + (
+        f"Over the runs, {_called(low)}'s estimates put {right:.0%} of the pairs of targets in the right order, "
+        f"{wrong:.0%} in the wrong one and {level:.0%} level with each other (tau counts a level pair as neither)."
     )
+
+
+def pair_shares(results: pd.DataFrame) -> tuple[float, float, float]:
+    """The shares of pairs of targets, pooled over runs, that the estimates put in the true order, in the other
+    order, and level (equal estimates, or equal true accuracies).
+
+    >>> frame = pd.DataFrame({"run": 0, "true": [0.1, 0.2, 0.3], "estimate": [0.1, 0.1, 0.05]})
+    >>> tuple(round(s, 3) for s in pair_shares(frame))
+    (0.0, 0.667, 0.333)
+    """
+    counts = np.zeros(3)
+    for _, run in results.groupby("run"):
+        true, estimate = run["true"].to_numpy(), run["estimate"].to_numpy()
+        i, j = np.triu_indices(len(true), k=1)
+        agree = np.sign(true[i] - true[j]) * np.sign(estimate[i] - estimate[j])
+        counts += [(agree > 0).sum(), (agree < 0).sum(), (agree == 0).sum()]
+    right, wrong, level = counts / counts.sum()
+    return float(right), float(wrong), float(level)
 
 
 def tau_steps_reading(summary: pd.DataFrame, per_run: pd.DataFrame, targets: int) -> str:
@@ -537,9 +567,10 @@ def tau_steps_reading(summary: pd.DataFrame, per_run: pd.DataFrame, targets: int
     return (
         f"{spike}'s tau moves most from budget to budget; its commonest tau over the runs is "
         + ", ".join(f"{tau:.1f} ({share:.0%} of runs) at {b} items" for b, (tau, share) in modes.items())
-        + f". With {targets} targets tau counts {pairs} pairs, and one pair in the other order moves it by "
-        f"{2 / pairs:.1f}. Where one value comes back in most runs the method's estimates hardly change from run to "
-        "run, and a jump between budgets is a pair or two of close targets changing order, not a trend."
+        + f". With {targets} targets tau counts {pairs} pairs, and, where no estimates tie, one pair in the other "
+        f"order moves it by {2 / pairs:.1f}. Where one value comes back in most runs the method's estimates hardly "
+        "change from run to run, and a jump between budgets is a pair or two of close targets changing order, not a "
+        "trend."
     )
 
 
@@ -716,8 +747,8 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
         when = f"at all {len(every)} budgets" if won == len(every) else f"{when}: it {_tally(every)}"
         wins.append(f"{title(b)} ({when})")
     losses = [f"{title(b)} ({mae[b].change(prose=True)} {mae[b].rival}'s)" for b in groups["loss"]]
-    parts = [f"has a lower MAE than every baseline on {listed(wins)}"] * bool(wins)
-    parts += [f"ties the best baseline on {listed(title(b) for b in groups['tie'])}"] * bool(groups["tie"])
+    parts = [f"has a lower MAE than each of them on {listed(wins)}"] * bool(wins)
+    parts += [f"ties the best of them on {listed(title(b) for b in groups['tie'])}"] * bool(groups["tie"])
     parts += [f"is worse on {listed(losses)}"] * bool(losses)
     sentences = [f"At {budget} items, against the paper's baselines, TailoredBench {listed(parts)}."]
     if paper:
@@ -734,8 +765,11 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
     tau = {b: match(of[b], budget, "kendall_tau", paper_only=True) for b in mae}
     best, tied = ([title(b) for b, m in tau.items() if m is not None and m.outcome == o] for o in ("win", "tie"))
     said = [f"ranks the targets best on {listed(best) or 'none'}"]
-    said += [f"ties the best baseline on {listed(tied)}"] * bool(tied)
-    sentences.append(f"On Kendall's tau, of {len(tau)} benchmark{'s' * (len(tau) != 1)}, it {listed(said)}.")
+    said += [f"ties the best of them on {listed(tied)}"] * bool(tied)
+    sentences.append(
+        f"On Kendall's tau, against the same baselines, of {len(tau)} benchmark{'s' * (len(tau) != 1)}, it "
+        f"{listed(said)}."
+    )
     return " ".join(sentences)
 
 

@@ -133,8 +133,8 @@ def test_the_paper_comparison_keeps_raw_numbers_and_shows_losses_as_losses(table
 def test_the_main_takeaway_gives_a_verdict_per_benchmark(table):
     said = sentences(report.main_takeaway(table, 30, PAPER))
     assert said[0] == (
-        "At 30 items, against the paper's baselines, TailoredBench has a lower MAE than every baseline on GSM8K "
-        "(at all 3 budgets), ties the best baseline on HellaSwag and is worse on Winogrande (12% worse than gp_irt's)."
+        "At 30 items, against the paper's baselines, TailoredBench has a lower MAE than each of them on GSM8K "
+        "(at all 3 budgets), ties the best of them on HellaSwag and is worse on Winogrande (12% worse than gp_irt's)."
     )
     assert said[1] == (
         "Set beside the paper's gain over its best baseline, its gain over the paper's baselines is reproduced on "
@@ -245,3 +245,28 @@ def test_a_later_method_is_named_beside_the_paper_s_baselines_never_as_one_of_th
     with_fluid = summary({**WIN, "fluid": 0.0214})
     said = report.takeaway(with_fluid)
     assert "best paper baseline's (gp_irt" in said and "; fluid, from after the paper, has 0.0214" in said
+
+
+def test_the_tau_reading_counts_pairs_in_order_against_and_level_where_estimates_tie():
+    # SYNTHETIC: five targets; "flat" gives four of them one estimate, as fluid does on POPE
+    summary = pd.DataFrame(
+        {
+            "method": ["flat", "good"],
+            "budget": 30,
+            "kendall_tau": [-0.6325, 1.0],
+            "kendall_tau_se": [0.0, 0.0],
+        }
+    )
+    true = [0.70, 0.72, 0.74, 0.76, 0.78]
+    results = pd.DataFrame(
+        {
+            "method": ["flat"] * 5 + ["good"] * 5,
+            "budget": 30,
+            "run": 0,
+            "true": true * 2,
+            "estimate": [0.737, 0.737, 0.737, 0.737, 0.727, *true],
+        }
+    )
+    text = report.tau_reading(summary, results)
+    assert "put 0% of the pairs of targets in the right order, 40% in the wrong one and 60% level" in text
+    assert "of the time" not in text  # the no-ties reading is not given where ties are counted
