@@ -22,7 +22,7 @@ def versions() -> dict[str, str]:
         "python": platform.python_version(),
         "machine": platform.machine(),
         **{name: metadata.version(name) for name in NUMERIC_LIBRARIES},  # without importing them
-        "numpy_simd": " ".join(_numpy_cpu()[1]) or "baseline",
+        "numpy_simd": " ".join(_numpy_simd()[1]) or "baseline",
         "blas": _blas_kernels(),
     }
 
@@ -32,24 +32,24 @@ def reproducible_numerics() -> dict[str, str]:
     afterwards, as on x86-64 without AVX-512 (whose last bits move gp-IRT's non-convex fit); ``{}`` elsewhere."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return {}
-    features, dispatch = _numpy_cpu()
-    if not (features.get("AVX2") and features.get("FMA3")):
+    baseline, dispatch = _numpy_simd()
+    found = set(baseline) | set(dispatch)
+    if not ({"AVX2", "FMA3"} <= found or found & {"X86_V3", "X86_V4"}):
         return {}  # OpenBLAS's Haswell kernels need both; without them it picks older ones anyway
     pins = {"OPENBLAS_CORETYPE": BLAS_CORE}
-    above = [target for target in dispatch if target != "X86_V3"]  # AVX-512's targets
+    above = [target for target in dispatch if target.startswith(("AVX512", "X86_V4"))]
     if above:
         pins["NPY_DISABLE_CPU_FEATURES"] = ",".join(above)
     return {name: value for name, value in pins.items() if name not in os.environ}
 
 
-def _numpy_cpu() -> tuple[dict, list[str]]:
-    """numpy's own record of the processor (what np.show_runtime prints): its features, and the optimisation
-    targets numpy dispatches to (after any it was told to skip)."""
-    try:
-        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
-    except ImportError:
-        return {}, []
-    return dict(__cpu_features__), [target for target in __cpu_dispatch__ if __cpu_features__.get(target)]
+def _numpy_simd() -> tuple[list[str], list[str]]:
+    """numpy's baseline instructions and the optimisation targets it dispatches to on this processor (after any
+    it was told to skip), as ``numpy.show_config`` reports them."""
+    import numpy
+
+    simd = numpy.show_config(mode="dicts").get("SIMD Extensions", {})
+    return list(simd.get("baseline", [])), list(simd.get("found", []))
 
 
 def _blas_kernels() -> str:

@@ -12,10 +12,9 @@ import numpy as np
 import pandas as pd
 
 from . import rng
-from .conformal import LEVEL, check_level, difficulty, interval, unlikeness
 from .datasets.matrix import ResponseMatrix, numeric_values
 from .errors import TailoredBenchError, check_integer
-from .intervals import pseudo_targets, scales
+from .intervals import LEVEL, check_level, difficulty, interval, pseudo_targets, scales, unlikeness
 from .methods.tailored_plus import stack_weights
 from .methods.tailoredbench import TailoredBenchMethod
 from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
@@ -241,7 +240,7 @@ class TailoredBench:
         """An interval around :meth:`estimate` that holds the true accuracy with ``level`` probability.
 
         Calibrated on source models playing the new model and scaled by this model's difficulty
-        (:mod:`tailoredbench.conformal`); with a ``rule``, the rule's interval after this round.
+        (:mod:`tailoredbench.intervals`); with a ``rule``, the rule's interval after this round.
         """
         level = check_level(level)
         value, halfwidth = self._halfwidth(probe, self._results(probe, results), level, rule)

@@ -18,10 +18,9 @@ import pandas as pd
 
 from .errors import TailoredBenchError
 from .intervals import fold_groups
-from .methods import MethodSpec, parse_methods
+from .methods import MethodSpec, Oracle, parse_methods
 from .methods.fluid import Fluid, adaptive_tests
 from .metrics import summarize
-from .oracle import Oracle
 from .simulate import Simulation, simulate
 from .stopping import (
     LEVEL,

@@ -16,14 +16,13 @@ from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 from tqdm import tqdm  # plain text: no widget warning in notebooks
 
 from . import cache as run_cache
-from . import conformal
 from .datasets.benchmarks import Benchmark, load_benchmark
 from .datasets.matrix import ResponseMatrix
 from .errors import TailoredBenchError, check_integer
-from .intervals import pseudo_targets_of, revealed_unlikeness
-from .methods import MethodSpec, parse_methods
+from .intervals import difficulty, pseudo_targets_of, revealed_unlikeness
+from .intervals import interval as clipped_interval
+from .methods import MethodSpec, Oracle, parse_methods
 from .metrics import summarize
-from .oracle import Oracle
 
 DEFAULT_BUDGETS = (20, 25, 30, 35, 40)
 
@@ -197,9 +196,7 @@ def _some_runs(runs, specs, prepared, source, target, budgets, seed, with_diffic
                 exact = [run_oracles[b].spent() == run_oracles[b].n_items for b in budgets]
                 for spec in group:
                     parts = zip(rows[i][spec.name], revealed, exact, strict=True)
-                    hardness[i][spec.name] = np.vstack(
-                        [np.where(e, 0.0, conformal.difficulty(r, *u)) for r, u, e in parts]
-                    )
+                    hardness[i][spec.name] = np.vstack([np.where(e, 0.0, difficulty(r, *u)) for r, u, e in parts])
     return [(run, rows[i], seconds, hardness[i]) for i, run in enumerate(runs)]
 
 
@@ -362,5 +359,5 @@ def _with_intervals(results, calibration, level):
     for name, by_budget in calibration.items():
         for budget, pseudo in by_budget.items():
             rows = rows_of.get((name, budget), [])
-            low[rows], high[rows] = conformal.interval(estimate[rows], pseudo.quantile(level=level) * hardness[rows])
+            low[rows], high[rows] = clipped_interval(estimate[rows], pseudo.quantile(level=level) * hardness[rows])
     return results.assign(interval_low=low, interval_high=high)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .conformal import LEVEL, conformal_halfwidth
 from .errors import TailoredBenchError, check_integer
+from .intervals import LEVEL, conformal_halfwidth
 
 #: The sequential mode's defaults (not tuned): items added per round, and the most items a target is asked.
 ROUND_SIZE = 5

@@ -23,11 +23,11 @@ import numpy as np
 import pandas as pd
 
 from . import rng, sequential
-from .conformal import NORMALISATIONS
 from .datasets.benchmarks import SPECS, Benchmark, benchmark_spec
 from .datasets.families import model_family
 from .datasets.matrix import ResponseMatrix, split_models
 from .errors import TailoredBenchError
+from .intervals import NORMALISATIONS
 from .kmedoids import binary_points, k_medoids_binary, standardize
 from .methods import PAPER_METHODS, MethodSpec
 from .methods.tailored_plus import VARIANTS
@@ -781,12 +781,12 @@ def by_benchmark(table: pd.DataFrame, value: str, row: str = "method", mean: boo
 def normalisation_table(
     calibrations: Mapping[str, Mapping], methods: Sequence[str], level: float = 0.9
 ) -> pd.DataFrame:
-    """How wide each of :data:`~tailoredbench.conformal.NORMALISATIONS` makes the intervals, on source models only.
+    """How wide each of :data:`~tailoredbench.intervals.NORMALISATIONS` makes the intervals, on source models only.
 
     ``calibrations`` maps a benchmark to its simulation's ``calibration`` (per
     method and budget, the left-out sources that calibrated the intervals). For each
     method of ``methods``, the mean width over budgets of intervals calibrated on
-    those sources (:meth:`~tailoredbench.conformal.PseudoTargets.width`) and its
+    those sources (:meth:`~tailoredbench.intervals.PseudoTargets.width`) and its
     ratio to no normalisation; ``mean`` rows average the ratios over benchmarks, and
     ``all`` rows over methods too. The normalisation with the lowest ``all`` ratio
     is the one a user would choose without seeing any target.

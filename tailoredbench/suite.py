@@ -24,21 +24,18 @@ import pandas as pd
 from joblib import Parallel, delayed, parallel_config
 
 from . import rng
-from .conformal import (
+from .datasets.benchmarks import Benchmark
+from .datasets.suites import Suite, load_suite
+from .errors import TailoredBenchError, check_integer
+from .intervals import (
     LEVEL,
     PseudoTargets,
     conformal_halfwidth,
     difficulty,
-    folds_by_kept,
-    in_fold_order,
-    model_folds,
+    fold_groups,
     unlikeness,
 )
-from .conformal import interval as clipped_interval
-from .datasets.benchmarks import Benchmark
-from .datasets.suites import Suite, load_suite
-from .errors import TailoredBenchError, check_integer
-from .intervals import fold_groups
+from .intervals import interval as clipped_interval
 from .kmedoids import binary_points, check_distance
 from .methods import MethodSpec
 from .methods.random import random_items
@@ -198,7 +195,7 @@ def _on_folds(setup: _Setup, folds: list, mode: str, seed: int, run_offset: int,
     outputs = Parallel()(
         delayed(_fold)(setup, kept, held, mode, seed, run_offset, weights, runner) for kept, held in folds
     )
-    return in_fold_order(folds, outputs)
+    return rng.in_fold_order(folds, outputs)
 
 
 def _fold(setup: _Setup, kept, held, mode, seed, run_offset, weights, runner) -> list:
@@ -213,13 +210,15 @@ def _fold(setup: _Setup, kept, held, mode, seed, run_offset, weights, runner) ->
 
 def _stack_folds(setup: _Setup, seed: int) -> list:
     n_sources = setup.sources[0].shape[0]
-    return folds_by_kept(n_sources, min(STACK_FOLDS, n_sources), STACK_REPEATS, seed, rng.STACKING_FOLDS)
+    return rng.folds_by_kept(n_sources, min(STACK_FOLDS, n_sources), STACK_REPEATS, seed, rng.STACKING_FOLDS)
 
 
 def _interval_folds(setup: _Setup, seed: int) -> list:
     """Every source held out once (as many folds as sources at most: an empty fold would hold no pseudo-target)."""
     n_sources = setup.sources[0].shape[0]
-    return [(kept, [(i, held)]) for i, kept, held in model_folds(n_sources, min(INTERVAL_FOLDS, n_sources), 1, seed)]
+    return [
+        (kept, [(i, held)]) for i, kept, held in rng.model_folds(n_sources, min(INTERVAL_FOLDS, n_sources), 1, seed)
+    ]
 
 
 def stacking_weights(setup: _Setup, mode: str, seed: int, rounds=None) -> np.ndarray:

@@ -37,11 +37,11 @@ import numpy as np
 from joblib import parallel_config
 
 from ._version import __version__
-from .conformal import interval as clipped_interval
 from .datasets.lm_eval import DEFAULT_METRIC, metric_threshold, task_of
 from .datasets.matrix import ResponseMatrix, load_matrix
 from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_suite
 from .errors import TailoredBenchError, check_integer
+from .intervals import interval as clipped_interval
 from .kmedoids import check_distance
 from .plan_folder import (
     G_SET,

@@ -33,13 +33,12 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ._version import __version__
-from .conformal import difficulty, interval, unlikeness
 from .datasets import load_benchmark
 from .datasets.benchmarks import BENCHMARKS
 from .datasets.lm_eval import DEFAULT_METRIC, samples_argument
 from .errors import TailoredBenchError, check_integer
 from .estimator import TailoredBench
-from .intervals import pseudo_targets
+from .intervals import difficulty, interval, pseudo_targets, unlikeness
 from .methods import MethodSpec, fluid
 from .plan_folder import (
     G_SET,
@@ -66,7 +65,7 @@ from .plan_folder import (
 )
 from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
 
-#: The estimate's interval (calibrated on the source models, see tailoredbench.conformal).
+#: The estimate's interval (calibrated on the source models, see tailoredbench.intervals).
 INTERVAL_LEVEL = 0.9
 #: The methods whose rounds the sequential mode plans (a fixed budget: TailoredBench's N-set only).
 ROUND_METHODS = ("tailoredbench", "fluid")

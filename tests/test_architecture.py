@@ -11,16 +11,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tailoredbench"
 LAYERS = {
     "foundation": ["errors", "_version", "rng", "atomic", "environment", "cache"],
     "data": ["datasets"],
-    "core": [
-        "kmedoids",
-        "tailored",
-        "conformal",
-        "stopping",
-        "oracle",
-        "metrics",
-    ],
+    "core": ["kmedoids", "tailored", "metrics"],
     "methods": ["methods"],
-    "estimator": ["intervals", "estimator"],
+    "estimator": ["intervals", "stopping", "estimator"],
     "reporting": ["figures", "report", "walkthrough"],
     "experiments": ["simulate", "sequential", "studies", "plan_folder", "workflow", "suite", "suite_workflow"],
     "faces": ["batch", "site", "cli", "__main__", "__init__"],

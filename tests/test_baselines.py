@@ -10,8 +10,7 @@ from scipy.special import expit
 from conftest import synthetic_matrix
 from tailoredbench import rng
 from tailoredbench.cli import main
-from tailoredbench.methods import METHODS, anchor_points, gp_irt, irt, random, random_regression
-from tailoredbench.oracle import Oracle
+from tailoredbench.methods import METHODS, Oracle, anchor_points, gp_irt, irt, random, random_regression
 
 
 def test_random_is_the_mean_on_its_items():

@@ -11,10 +11,9 @@ from conftest import synthetic_matrix
 from tailoredbench import rng, studies
 from tailoredbench.cli import main
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import MethodSpec, fluid, irt, parse_methods
+from tailoredbench.methods import MethodSpec, Oracle, fluid, irt, parse_methods
 from tailoredbench.methods.fluid import Fluid
 from tailoredbench.methods.irt import IRTModel
-from tailoredbench.oracle import Oracle
 from tailoredbench.sequential import ATLAS, atlas_pseudo_targets, precision_table, simulate_rounds, stop, stop_atlas
 from tailoredbench.stopping import AbilityRule
 from tailoredbench.tailored import g_set

@@ -9,18 +9,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import synthetic_matrix
-from tailoredbench import conformal, intervals
+from tailoredbench import intervals
 from tailoredbench.cli import main
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import METHODS, MethodSpec
-from tailoredbench.oracle import Oracle
+from tailoredbench.methods import METHODS, MethodSpec, Oracle
+from tailoredbench.rng import model_folds
 from tailoredbench.simulate import simulate
 
 
 def test_conformal_halfwidth_against_brute_force(rng):
     for n in (5, 19, 50):
         errors = rng.random(n)
-        q = conformal.conformal_halfwidth(errors, 0.8)
+        q = intervals.conformal_halfwidth(errors, 0.8)
         # the smallest error value whose share of errors at or below it reaches (n + 1) * level / n
         need = min(np.ceil((n + 1) * 0.8), n)
         brute = min(e for e in errors if (errors <= e).sum() >= need)
@@ -29,7 +29,7 @@ def test_conformal_halfwidth_against_brute_force(rng):
 
 def test_bad_level_is_an_error():
     with pytest.raises(TailoredBenchError, match="between 0 and 1"):
-        conformal.conformal_halfwidth(np.ones(5), 1.5)
+        intervals.conformal_halfwidth(np.ones(5), 1.5)
 
 
 def test_pseudo_targets_cover_every_source_each_repeat():
@@ -48,38 +48,38 @@ def test_unlikeness_against_brute_force(rng):
     for nearest in (1, 3, 9, 20):
         shares = sorted(sum(source[m, i] != r for i, r in zip(items, results, strict=True)) / 4 for m in range(9))
         brute = sum(shares[:nearest]) / min(nearest, 9)
-        assert conformal.unlikeness(source, items, results, nearest) == pytest.approx(brute)
+        assert intervals.unlikeness(source, items, results, nearest) == pytest.approx(brute)
 
 
 def test_difficulty_adds_sampling_error_and_unlikeness():
     for estimate, unlike, n in [(0.5, 0.0, 20), (0.1, 0.3, 35), (1.0, 0.2, 40)]:
         brute = (estimate * (1 - estimate) / n) ** 0.5 + 1 / n + unlike + 1 / n
-        assert conformal.difficulty(estimate, unlike, n) == pytest.approx(brute)
-    assert conformal.difficulty(0.5, 1.0, 0) == 1.0  # nothing asked
-    assert conformal.NORMALISATIONS[conformal.IN_USE] is conformal.difficulty
+        assert intervals.difficulty(estimate, unlike, n) == pytest.approx(brute)
+    assert intervals.difficulty(0.5, 1.0, 0) == 1.0  # nothing asked
+    assert intervals.NORMALISATIONS[intervals.IN_USE] is intervals.difficulty
 
 
 def test_a_twin_of_a_source_gets_the_narrowest_interval(rng):
     source = (rng.random((12, 40)) < 0.5).astype(float)
     items = np.arange(10)
-    twin = conformal.unlikeness(source, items, source[0, items], nearest=1)
-    stranger = conformal.unlikeness(source, items, 1 - source[0, items], nearest=1)
+    twin = intervals.unlikeness(source, items, source[0, items], nearest=1)
+    stranger = intervals.unlikeness(source, items, 1 - source[0, items], nearest=1)
     assert twin == 0 and stranger > twin
-    assert conformal.difficulty(0.5, twin, 10) < conformal.difficulty(0.5, stranger, 10)
+    assert intervals.difficulty(0.5, twin, 10) < intervals.difficulty(0.5, stranger, 10)
 
 
 def test_difficulty_uses_only_the_revealed_items():
     oracle = Oracle(np.array([[1.0, 0.0, 1.0, 0.0]]))
     oracle.ask([0, 2])
     source = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
-    expected = conformal.difficulty(0.4, conformal.unlikeness(source, [0, 2], [1.0, 1.0]), 2)
+    expected = intervals.difficulty(0.4, intervals.unlikeness(source, [0, 2], [1.0, 1.0]), 2)
     assert intervals.difficulties(source, oracle, [0.4]).tolist() == [expected]
 
 
 def test_width_of_a_normalisation_against_brute_force(rng):
     n = 40
-    pseudo = conformal.PseudoTargets(rng.random(n) / 10, rng.random(n), rng.random(n) / 3, np.full(n, 20))
-    for name, scale_of in conformal.NORMALISATIONS.items():
+    pseudo = intervals.PseudoTargets(rng.random(n) / 10, rng.random(n), rng.random(n) / 3, np.full(n, 20))
+    for name, scale_of in intervals.NORMALISATIONS.items():
         scale = scale_of(pseudo.estimates, pseudo.unlike, pseudo.n_items)
         scores = np.sort(pseudo.errors / scale)
         q = scores[int(np.ceil((n + 1) * 0.9)) - 1]  # the conformal rank
@@ -151,7 +151,7 @@ def test_folds_that_keep_the_same_sources_are_prepared_once(monkeypatch):
     assert len(calls) == 8
     alone = [
         intervals._folds([spec], source[kept], [(source[held_out], index)], [12], 0, None)[0]["tailoredbench"][12]
-        for index, kept, held_out in conformal.model_folds(8, 8, 3, 0)
+        for index, kept, held_out in model_folds(8, 8, 3, 0)
     ]  # fmt: skip
     fields = ("errors", "estimates", "unlike", "n_items")
     for field, expected in zip(fields, map(np.concatenate, zip(*alone, strict=True)), strict=True):

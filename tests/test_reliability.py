@@ -20,8 +20,7 @@ from tailoredbench import cache as run_cache
 from tailoredbench.cli import main
 from tailoredbench.datasets.lm_eval import read_samples
 from tailoredbench.errors import CacheWarning, DataError, TailoredBenchError
-from tailoredbench.methods import PAPER_METHODS, gp_irt
-from tailoredbench.oracle import Oracle
+from tailoredbench.methods import PAPER_METHODS, Oracle, gp_irt
 
 
 def one_line_error(capsys, args, message, code=2):

@@ -11,10 +11,9 @@ from conftest import check_clean, image_cells, synthetic_matrix
 from tailoredbench import TailoredBench
 from tailoredbench.batch import reproduce
 from tailoredbench.cli import main
-from tailoredbench.conformal import PseudoTargets
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import MethodSpec
-from tailoredbench.oracle import Oracle
+from tailoredbench.intervals import PseudoTargets
+from tailoredbench.methods import MethodSpec, Oracle
 from tailoredbench.sequential import simulate_rounds, stop
 from tailoredbench.stopping import StoppingRule, round_budgets, stopping_round
 

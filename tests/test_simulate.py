@@ -135,8 +135,8 @@ def test_the_large_matrix_option_is_explicit_and_checked():
 
 def test_runs_computed_together_give_each_run_its_numbers_alone(monkeypatch, tmp_path):
     from tailoredbench.kmedoids import binary_points
+    from tailoredbench.methods import Oracle
     from tailoredbench.methods.tailoredbench import TailoredBenchMethod, probes, probes_of_runs
-    from tailoredbench.oracle import Oracle
 
     data = synthetic_matrix(60, 120, 13)  # SYNTHETIC
     source, target = data[::2], data[1::2]

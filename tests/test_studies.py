@@ -15,9 +15,8 @@ from tailoredbench.datasets import paper
 from tailoredbench.datasets.benchmarks import Benchmark
 from tailoredbench.datasets.matrix import ResponseMatrix
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import MethodSpec
+from tailoredbench.methods import MethodSpec, Oracle
 from tailoredbench.methods.tailoredbench import probes
-from tailoredbench.oracle import Oracle
 
 
 @pytest.fixture(scope="module")

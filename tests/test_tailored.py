@@ -8,8 +8,7 @@ from conftest import synthetic_matrix
 from tailoredbench import TailoredBench, simulate
 from tailoredbench.errors import TailoredBenchError
 from tailoredbench.kmedoids import standardize
-from tailoredbench.methods import MethodSpec
-from tailoredbench.oracle import Oracle
+from tailoredbench.methods import MethodSpec, Oracle
 from tailoredbench.tailored import (
     Probe,
     calibrated_estimate,

@@ -6,10 +6,9 @@ import pytest
 from conftest import synthetic_matrix
 from tailoredbench import TailoredBench, tailored
 from tailoredbench import rng as streams
-from tailoredbench.conformal import interval, model_folds
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.methods import MethodSpec, tailored_plus
-from tailoredbench.oracle import Oracle
+from tailoredbench.intervals import interval
+from tailoredbench.methods import MethodSpec, Oracle, tailored_plus
 from tailoredbench.simulate import simulate
 
 PLUS = tailored_plus.TailoredPlus()
@@ -149,7 +148,7 @@ def test_stacking_folds_that_keep_the_same_sources_are_prepared_once(monkeypatch
     monkeypatch.setattr(tailored_plus.TailoredPlus, "prepare", lambda *a, **k: calls.append(1) or prepare(*a, **k))
     assert np.array_equal(tailored_plus.stack_weights(source, [10], g_size=4, seed=2), weights)
     assert len(calls) == 4
-    folds = model_folds(4, 4, tailored_plus.STACK_REPEATS, 2, stream=streams.STACKING_FOLDS)
+    folds = streams.model_folds(4, 4, tailored_plus.STACK_REPEATS, 2, splits=streams.STACKING_FOLDS)
     alone = [
         tailored_plus._stack_folds(
             source[kept], [(source[held_out], (2, streams.STACK_RUN + index))], [10], 2, None,

@@ -10,13 +10,11 @@ import pytest
 
 from tailoredbench import TailoredBench, __version__, load_benchmark
 from tailoredbench.cli import main
-from tailoredbench.conformal import difficulty, interval, unlikeness
 from tailoredbench.datasets.lm_eval import load_lm_eval_samples, parse_samples_argument, read_samples
 from tailoredbench.errors import TailoredBenchError
-from tailoredbench.intervals import pseudo_targets
-from tailoredbench.methods import MethodSpec, fluid
+from tailoredbench.intervals import difficulty, interval, pseudo_targets, unlikeness
+from tailoredbench.methods import MethodSpec, Oracle, fluid
 from tailoredbench.methods.fluid import Fluid
-from tailoredbench.oracle import Oracle
 from tailoredbench.plan_folder import checksum
 from tailoredbench.stopping import StoppingRule
 from tailoredbench.workflow import NSet, PlanState, Rounds, plan_n_set, plan_round, read_state

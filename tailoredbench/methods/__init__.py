@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import TailoredBenchError
 from .anchor_points import AnchorPoints
-from .base import KINDS, Key, Method, RunEstimates
+from .base import KINDS, Key, Method, Oracle, RunEstimates
 from .fluid import Fluid
 from .gp_irt import GpIrt
 from .random import Random
@@ -111,6 +111,7 @@ __all__ = [
     "Key",
     "Method",
     "MethodSpec",
+    "Oracle",
     "RunEstimates",
     "kind_of",
     "parse_methods",

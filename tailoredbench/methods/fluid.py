@@ -39,9 +39,8 @@ from threadpoolctl import threadpool_limits
 from .. import rng
 from ..errors import TailoredBenchError, check_integer
 from ..kmedoids import binary_points, check_distance
-from ..oracle import Oracle
 from ..tailored import g_set
-from .base import Method
+from .base import Method, Oracle
 from .irt import LOGIT_CLIP, PRIOR, IRTModel, fitted
 
 #: Precision of the ability's prior: standard normal.

@@ -15,10 +15,8 @@ from joblib import Parallel, delayed
 
 from .. import cache as run_cache
 from .. import rng
-from ..conformal import folds_by_kept, in_fold_order
-from ..oracle import Oracle
 from ..tailored import COMPONENTS, DEFAULT_VARIANT, VARIANTS, combine, components, needed, simplex_weights
-from .base import Method
+from .base import Method, Oracle
 from .tailoredbench import TailoredBenchMethod, probes_of_runs
 
 #: Cross-validation over source models that fits the stacking weights: folds, repeats.
@@ -42,7 +40,9 @@ def stack_weights(
     """
     if source.shape[0] < 3:  # no fold would leave two pseudo-sources: nothing to fit on
         return np.full(len(COMPONENTS), 1 / len(COMPONENTS))
-    groups = folds_by_kept(source.shape[0], min(STACK_FOLDS, source.shape[0]), STACK_REPEATS, seed, rng.STACKING_FOLDS)
+    groups = rng.folds_by_kept(
+        source.shape[0], min(STACK_FOLDS, source.shape[0]), STACK_REPEATS, seed, rng.STACKING_FOLDS
+    )
     cache = run_cache.folder()  # this process's, whatever the workers' environment
     # folds that keep the same sources share one preparation, on the caller's joblib workers
     outputs = Parallel()(
@@ -58,7 +58,7 @@ def stack_weights(
         )
         for kept, held in groups
     )
-    outputs = in_fold_order(groups, outputs)
+    outputs = rng.in_fold_order(groups, outputs)
     return simplex_weights(np.vstack([c for c, _ in outputs]), np.concatenate([t for _, t in outputs]))
 
 

@@ -13,7 +13,6 @@ from .. import cache as run_cache
 from .. import rng
 from ..errors import TailoredBenchError
 from ..kmedoids import binary_points, check_distance, label_digest
-from ..oracle import Oracle
 from ..tailored import (
     Probe,
     calibrated_estimate,
@@ -25,7 +24,7 @@ from ..tailored import (
     ranked_sources,
     uncalibrated_estimate,
 )
-from .base import Method
+from .base import Method, Oracle
 
 
 @dataclass(frozen=True)
