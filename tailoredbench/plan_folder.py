@@ -80,11 +80,15 @@ def checksum(body: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
+@dataclasses.dataclass(frozen=True)
 class State:
-    """What a plan's and a suite plan's ``state.json`` share: the step in place, and the sealed JSON."""
+    """What a plan's and a suite plan's ``state.json`` share: the step in place, the version that wrote it, and
+    the sealed JSON."""
 
     FORMAT = 0  # each state's own
     FORMAT_KEY = "state_format"  # unannotated, as every class constant of a state: not a field to check
+    # keyword-only: it follows the fields of each state, which have no defaults
+    tailoredbench_version: str = dataclasses.field(default=__version__, kw_only=True)
 
     def then(self: T, step) -> T:
         """This plan with ``step`` in place of its own, as this package version writes it."""
@@ -92,7 +96,7 @@ class State:
 
     def to_json(self, files: typing.Mapping[str, str] | None = None) -> str:
         """The JSON of ``state.json``; ``files``, the sha256 of each other file of the plan, is sealed in with it."""
-        body = dataclasses.asdict(self)  # type: ignore[call-overload]
+        body = dataclasses.asdict(self)
         step = {k: v for k, v in (body.pop("step") or {}).items() if v is not None}
         body = {
             self.FORMAT_KEY: self.FORMAT,

@@ -36,7 +36,6 @@ from pathlib import Path
 import numpy as np
 from joblib import parallel_config
 
-from ._version import __version__
 from .datasets.lm_eval import DEFAULT_METRIC, metric_threshold, task_of
 from .datasets.matrix import ResponseMatrix, load_matrix
 from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_suite
@@ -165,7 +164,6 @@ class SuiteState(State):
     g_sets: tuple[tuple[int, ...], ...]  # per benchmark: item positions in its matrix
     g_set_doc_ids: tuple[tuple[int, ...], ...]
     step: SuiteNSet | SuiteRounds | None = None
-    tailoredbench_version: str = __version__
 
     def __post_init__(self):
         check_types(self)

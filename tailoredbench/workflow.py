@@ -32,7 +32,6 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._version import __version__
 from .datasets import load_benchmark
 from .datasets.benchmarks import BENCHMARKS
 from .datasets.lm_eval import DEFAULT_METRIC, samples_argument
@@ -128,7 +127,6 @@ class PlanState(State):
     g_set: tuple[int, ...]
     g_set_doc_ids: tuple[int, ...]
     step: NSet | Rounds | None = None
-    tailoredbench_version: str = __version__
 
     def __post_init__(self):
         check_types(self)
