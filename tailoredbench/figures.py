@@ -20,7 +20,7 @@ from matplotlib.patches import FancyBboxPatch, Rectangle
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, MaxNLocator, NullLocator
 
 from . import rng
-from .datasets.families import model_family
+from .datasets.families import family_shares
 from .errors import TailoredBenchError
 from .kmedoids import standardize
 from .tailored import DEFAULT_VARIANT, VARIANTS, g_set_distances
@@ -377,9 +377,7 @@ def plot_native_sources(g_source, g_result, native, distance: str = "manhattan",
 def plot_native_families(all_sources, native, path=None):
     """Families of the native source models against their share among all source models."""
     fig, ax = _row(1, 4.8, WIDTH * 0.7)
-    every = pd.Series([model_family(m) for m in all_sources]).value_counts(normalize=True)
-    chosen = pd.Series([model_family(m) for m in native]).value_counts(normalize=True)
-    frame = pd.DataFrame({"all sources": every, "native sources": chosen}).fillna(0).sort_values("all sources")
+    frame = family_shares(all_sources, native)
     frame.plot.barh(ax=ax, color=[NEUTRAL, METHOD_COLOURS["tailoredbench"]])
     ax.set(xlabel="share of models", ylabel="model family")
     ax.legend(loc="lower right")
@@ -407,7 +405,9 @@ def plot_calibration(native_mean, probe, results, path=None):
     right = next((b for b, c in zip(bars, solved, strict=True) if c == "seagreen"), None)
     wrong = next((b for b, c in zip(bars, solved, strict=True) if c == "indianred"), None)
     shown = [(h, t) for h, t in ((right, "target right"), (wrong, "target wrong"), (line, "no change")) if h]
-    axes[1].legend([h for h, _ in shown], [t for _, t in shown], loc="upper left")
+    # headroom above the tallest bar: the legend lies in one row over the bars, hiding none
+    axes[1].set_ylim(0, float(scale.max()) * 1.4)
+    axes[1].legend([h for h, _ in shown], [t for _, t in shown], loc="upper center", ncol=3, fontsize="small")
     axes[1].set(xlabel="cluster (G-set first)", ylabel="calibration factor")
     axes[1].set_title("(y_c + .5) / (m_c + .5)", fontsize=11)
     return _save(fig, path)

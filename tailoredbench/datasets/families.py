@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+import pandas as pd
 
 #: Checked in order; the first pattern found in the lower-cased name wins.
 FAMILIES = (
@@ -40,3 +43,18 @@ def model_family(name: str) -> str:
         if re.search(pattern, lowered):
             return family
     return "other"
+
+
+def family_shares(models: Sequence[str], chosen: Sequence[str]) -> pd.DataFrame:
+    """Each family's share of ``models`` (``all sources``) and of ``chosen`` among them (``native sources``),
+    the families in increasing order of their share of all.
+
+    Examples
+    --------
+    >>> family_shares(["gpt2", "Qwen/Qwen2-7B", "Qwen/Qwen2-1.5B", "x"], ["gpt2"]).round(2).values.tolist()
+    [[0.25, 1.0], [0.25, 0.0], [0.5, 0.0]]
+    """
+    every = pd.Series([model_family(m) for m in models]).value_counts(normalize=True)
+    native = pd.Series([model_family(m) for m in chosen]).value_counts(normalize=True)
+    frame = pd.DataFrame({"all sources": every, "native sources": native}).fillna(0.0)
+    return frame.sort_values("all sources")
