@@ -397,8 +397,10 @@ def plot_calibration(native_mean, probe, results, path=None):
         axes[0].scatter(m_c[mine], y[mine] + jitter[mine], s=20 + sizes[mine], c=colour, alpha=0.7, label=label)
     axes[0].set(xlabel="native sources' mean on the medoid (m_c)", ylabel="target's result on the medoid (y_c)")
     axes[0].set_yticks([0, 1])
-    axes[0].set_title("marker area: cluster size", fontsize=11)
-    axes[0].legend(loc="center right")
+    axes[0].set_title("marker area: cluster size; results jittered around 0 and 1", fontsize=11)
+    legend = axes[0].legend(loc="center right")
+    for handle in legend.legend_handles:  # one marker size in the legend: there, size means nothing
+        handle.set_sizes([40])
     scale = (y + 0.5) / (m_c + 0.5)
     bars = axes[1].bar(np.arange(len(y)), scale, color=solved)
     line = axes[1].axhline(1.0, color="grey", lw=1)
