@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from . import rng
 from .kmedoids import BinaryPoints, binary_points, nearest_medoid, standardize
 from .metrics import summarize
 from .tailored import Probe, calibrated_estimate, g_set, g_set_distances, n_set, native_sources
@@ -183,6 +184,25 @@ def quality(table: pd.DataFrame) -> pd.DataFrame:
         renamed[[*columns, c]].rename(columns={c: "estimate"}).assign(method=label) for c, label in ESTIMATES.items()
     ]
     return summarize(pd.concat(each, ignore_index=True)).rename(columns={"method": "estimate"})
+
+
+def random_sample(targets: np.ndarray, *, budgets: Sequence[int], seeds: Sequence[int]) -> pd.DataFrame:
+    """The baseline that needs no source model: each target's mean on ``budget`` items drawn at random.
+
+    One draw per seed, budget and target, from Random's stream (:data:`~tailoredbench.rng.RANDOM_ITEMS`).
+    Columns as :func:`quality`'s, with the estimate ``random sample``.
+    """
+    targets = np.asarray(targets, dtype=float)
+    truth = targets.mean(axis=1)
+    rows = []
+    for seed in seeds:
+        for budget in budgets:
+            draws = rng.stream(rng.as_key(seed), rng.RANDOM_ITEMS, budget)
+            for t, answers in enumerate(targets):
+                items = draws.choice(answers.size, size=budget, replace=False)
+                rows.append((seed, budget, t, truth[t], answers[items].mean()))
+    table = pd.DataFrame(rows, columns=["run", "budget", "target", "true", "estimate"])
+    return summarize(table.assign(method="random sample")).rename(columns={"method": "estimate"})
 
 
 def with_se(mean: float, se: float, digits: int = 4) -> str:

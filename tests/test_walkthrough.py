@@ -1,6 +1,7 @@
 """The method walkthrough's helpers: each table is the step it lays out, and every row is the four steps' answer."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tailoredbench import walkthrough
@@ -52,3 +53,13 @@ def test_every_row_is_what_the_four_steps_give_one_target_alone():
     assert set(quality["estimate"]) == set(walkthrough.ESTIMATES.values()) and set(quality["runs"]) == {2}
     together = walkthrough.every_target(source, targets, g_size=4, budgets=[10], seeds=[0], together=True)
     assert together["n_native"].nunique() == 1
+
+
+def test_the_random_sample_baseline_is_seeded_and_exact_when_it_draws_every_item():
+    targets = (np.random.default_rng(0).random((6, 40)) < 0.5).astype(float)
+    first = walkthrough.random_sample(targets, budgets=[10, 40], seeds=[0, 1])
+    again = walkthrough.random_sample(targets, budgets=[10, 40], seeds=[0, 1])
+    pd.testing.assert_frame_equal(first, again)
+    everything = first.set_index("budget").loc[40]
+    assert everything["mae"] == 0 and everything["runs"] == 2
+    assert first.set_index("budget").loc[10, "mae"] > 0
