@@ -13,6 +13,7 @@ import pandas as pd
 
 from . import rng
 from .kmedoids import BinaryPoints, binary_points, nearest_medoid, standardize
+from .methods.random import random_items
 from .metrics import summarize
 from .tailored import Probe, calibrated_estimate, g_set, g_set_distances, n_set, native_sources
 
@@ -189,18 +190,17 @@ def quality(table: pd.DataFrame) -> pd.DataFrame:
 def random_sample(targets: np.ndarray, *, budgets: Sequence[int], seeds: Sequence[int]) -> pd.DataFrame:
     """The baseline that needs no source model: each target's mean on ``budget`` items drawn at random.
 
-    One draw per seed, budget and target, from Random's stream (:data:`~tailoredbench.rng.RANDOM_ITEMS`).
-    Columns as :func:`quality`'s, with the estimate ``random sample``.
+    The Random baseline's draw (:func:`~tailoredbench.methods.random.random_items`): one subset per seed and
+    budget, shared by all targets, as in the benchmark notebooks. Columns as :func:`quality`'s, with the
+    estimate ``random sample``.
     """
     targets = np.asarray(targets, dtype=float)
     truth = targets.mean(axis=1)
     rows = []
     for seed in seeds:
         for budget in budgets:
-            draws = rng.stream(rng.as_key(seed), rng.RANDOM_ITEMS, budget)
-            for t, answers in enumerate(targets):
-                items = draws.choice(answers.size, size=budget, replace=False)
-                rows.append((seed, budget, t, truth[t], answers[items].mean()))
+            estimates = targets[:, random_items(rng.as_key(seed), budget, targets.shape[1])].mean(axis=1)
+            rows += [(seed, budget, t, truth[t], estimate) for t, estimate in enumerate(estimates)]
     table = pd.DataFrame(rows, columns=["run", "budget", "target", "true", "estimate"])
     return summarize(table.assign(method="random sample")).rename(columns={"method": "estimate"})
 
