@@ -15,52 +15,27 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 from . import atomic
 from .cache import ENV as RUN_CACHE
 from .cache import default_folder
-from .datasets.benchmarks import PAPER_BENCHMARKS
 from .datasets.files import pin_data_dir
 from .environment import reproducible_numerics
 from .errors import TailoredBenchError
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS, REPORTS = ROOT / "notebooks", ROOT / "reports"
-#: Where ``--quick`` runs go unless told otherwise: a scratch folder, ignored by git.
-QUICK_REPORTS = ROOT / "reports-quick"
-#: The benchmark notebooks, in the paper's order; they share their code cells and parameters.
-BENCHMARK_NOTEBOOKS = PAPER_BENCHMARKS
-STUDY_NOTEBOOKS: tuple[str, ...] = ("study_distance", "study_calibration", "study_g_size", "study_budget_scaling")
-STUDY_NOTEBOOKS += ("study_native_sources", "study_families", "study_embedding")
-#: Every notebook, in the order ``reproduce`` runs them.
-ORDER: tuple[str, ...] = (*BENCHMARK_NOTEBOOKS, "sequential_precision", "beyond", "suite", "method_walkthrough")
-ORDER += ("tutorial_evaluate_your_model", "main_table", *STUDY_NOTEBOOKS)
-#: What a notebook runs after: main_table and beyond read the benchmark reports, and the studies
-#: the benchmark notebooks' runs in the run cache (run sooner, they would compute them again).
-AFTER = {name: BENCHMARK_NOTEBOOKS for name in ("main_table", "beyond", *STUDY_NOTEBOOKS)}
-
-_BENCHMARK_QUICK = {"runs": 2, "jobs": 2}
-_STUDY_QUICK = {"benchmarks": ["gsm8k"], "runs": 2}
-#: ``--quick``: small parameters that run every notebook in a few minutes, for students and smoke tests.
-QUICK: dict[str, dict] = {
-    **{name: _BENCHMARK_QUICK for name in BENCHMARK_NOTEBOOKS},
-    "gsm8k": {**_BENCHMARK_QUICK, "methods": ["tailoredbench", "random", "anchor_points", "random_regression"]},
-    "main_table": {},
-    "method_walkthrough": {},
-    "tutorial_evaluate_your_model": {},
-    "beyond": {"benchmarks": ["gsm8k"], "variants": ["calibrated", "stacked"], "random_splits": 1}
-    | dict.fromkeys(("runs", "selection_runs", "split_runs"), 2),
-    "sequential_precision": {"benchmarks": ["gsm8k", "pope"], "precisions": [0.06, 0.1], "max_budget": 40, "runs": 2},
-    "suite": {"runs": 1, "max_models": 300},
-    "study_distance": {**_STUDY_QUICK, "distances": ["cosine", "manhattan"]},
-    "study_calibration": _STUDY_QUICK,
-    "study_g_size": {**_STUDY_QUICK, "g_sizes": [5, 10]},
-    "study_budget_scaling": {**_STUDY_QUICK, "methods": ["tailoredbench", "random"], "budgets": [50, 100]},
-    "study_native_sources": {**_STUDY_QUICK, "fractions": [0.2, 1.0], "counts": [10, 40]},
-    "study_families": {"benchmarks": ["arc_challenge"], "runs": 2},
-    "study_embedding": {"benchmarks": ["gsm8k"], "embedding": "pca"},
-}
+#: ``reports-quick``: where ``--quick`` runs go unless told otherwise, a scratch folder that git ignores.
+NOTEBOOKS, REPORTS, QUICK_REPORTS = ROOT / "notebooks", ROOT / "reports", ROOT / "reports-quick"
+#: Every notebook in the order ``reproduce`` runs them, with its kind, what it runs after and its ``--quick``
+#: parameters: data beside the notebooks, so that adding one is an entry there.
+CATALOGUE: dict[str, dict] = tomllib.loads((NOTEBOOKS / "catalogue.toml").read_text())
+ORDER = tuple(CATALOGUE)
+BENCHMARK_NOTEBOOKS = tuple(name for name, entry in CATALOGUE.items() if entry["kind"] == "benchmark")
+STUDY_NOTEBOOKS = tuple(name for name, entry in CATALOGUE.items() if entry["kind"] == "study")
+AFTER = {name: BENCHMARK_NOTEBOOKS for name, entry in CATALOGUE.items() if entry.get("after") == "benchmarks"}
+QUICK = {name: entry.get("quick", {}) for name, entry in CATALOGUE.items()}
 
 
 class NotebookFailed(TailoredBenchError):
@@ -181,13 +156,9 @@ def _run(name: str, values: dict, root: Path, notebooks_dir: Path, env: dict, lo
     with open(stage / "console.log", "wb") as console:
         command = [sys.executable, "-c", "from tailoredbench.batch import _child; _child()", job, str(write)]
         # its own session: Ctrl-C reaches reproduce alone, which passes it on once; from ROOT, it imports this package
-        options: dict = {
-            "stdout": console,
-            "stderr": subprocess.STDOUT,
-            "pass_fds": (write,),
-            "start_new_session": True,
-        }
-        process = subprocess.Popen(command, cwd=ROOT, env=env, **options)
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=console, stderr=console, pass_fds=(write,), start_new_session=True
+        )
     os.close(write)
     failure = ""
     try:

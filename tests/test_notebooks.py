@@ -12,8 +12,17 @@ import pytest
 
 from conftest import ROOT, check_clean, image_cells
 from tailoredbench import SPECS, walkthrough
-from tailoredbench.batch import BENCHMARK_NOTEBOOKS, ORDER, QUICK, NotebookFailed, declared_parameters, reproduce
+from tailoredbench.batch import (
+    BENCHMARK_NOTEBOOKS,
+    CATALOGUE,
+    ORDER,
+    QUICK,
+    NotebookFailed,
+    declared_parameters,
+    reproduce,
+)
 from tailoredbench.cli import main
+from tailoredbench.datasets.benchmarks import PAPER_BENCHMARKS
 from tailoredbench.environment import reproducible_numerics
 from tailoredbench.errors import TailoredBenchError
 
@@ -43,6 +52,12 @@ def parameters_cell(nb):
 
 def test_every_notebook_is_run_by_reproduce():
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted(ORDER)
+
+
+def test_catalogue_names_the_paper_benchmarks_and_known_kinds():
+    assert BENCHMARK_NOTEBOOKS == PAPER_BENCHMARKS
+    assert {entry["kind"] for entry in CATALOGUE.values()} <= {"benchmark", "study", "other"}
+    assert {entry.get("after") for entry in CATALOGUE.values()} <= {None, "benchmarks"}
 
 
 @pytest.mark.parametrize("name", ORDER)
