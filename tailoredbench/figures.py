@@ -20,11 +20,9 @@ from matplotlib.patches import FancyBboxPatch, Rectangle
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, MaxNLocator, NullLocator
 
 from . import rng
-from .datasets.families import family_shares
 from .errors import TailoredBenchError
-from .kmedoids import standardize
 from .tailored import DEFAULT_VARIANT, VARIANTS, g_set_distances
-from .walkthrough import ESTIMATES
+from .walkthrough import ESTIMATES, item_map
 
 #: Okabe and Ito's palette (*Color Universal Design*, 2008): told apart with every common colour-vision deficiency.
 OKABE_ITO = {
@@ -348,14 +346,6 @@ def plot_main_figure(table: pd.DataFrame, path: str | Path, title: str = ""):
     return _save(fig, path)
 
 
-def item_map(source: np.ndarray) -> np.ndarray:
-    """2-D principal components of the items embedded by z-scored source correctness."""
-    Z = standardize(source.T)
-    Z = Z - Z.mean(axis=0)
-    U, S, _ = np.linalg.svd(Z, full_matrices=False)
-    return U[:, :2] * S[:2]
-
-
 def plot_native_sources(g_source, g_result, native, distance: str = "manhattan", path=None):
     """Every source model's distance to the target on the G-set, nearest first, the native sources marked."""
     to_sources, threshold = g_set_distances(g_source, g_result, distance=distance)
@@ -374,11 +364,11 @@ def plot_native_sources(g_source, g_result, native, distance: str = "manhattan",
     return _save(fig, path)
 
 
-def plot_native_families(all_sources, native, path=None):
-    """Families of the native source models against their share among all source models."""
+def plot_native_families(shares: pd.DataFrame, path=None):
+    """Families of the native source models against their share among all source models
+    (:func:`~tailoredbench.datasets.families.family_shares`'s table)."""
     fig, ax = _row(1, 4.8, WIDTH * 0.7)
-    frame = family_shares(all_sources, native)
-    frame.plot.barh(ax=ax, color=[NEUTRAL, METHOD_COLOURS["tailoredbench"]])
+    shares.plot.barh(ax=ax, color=[NEUTRAL, METHOD_COLOURS["tailoredbench"]])
     ax.set(xlabel="share of models", ylabel="model family")
     ax.legend(loc="lower right")
     return _save(fig, path)
@@ -731,12 +721,16 @@ def plot_item_clusters(embedded_by, labels, g_items, n_items=(), groups: int = 3
     return _tight(fig, path)
 
 
-def plot_every_target(table: pd.DataFrame, path=None, worked: int | None = None, strongest_source: float | None = None):
+def plot_every_target(
+    table: pd.DataFrame, path=None, worked: int | None = None, strongest_source: float | None = None, title: str = ""
+):
     """Left: each target's error (estimate - truth) against its accuracy, for the calibrated estimate and the
     probe's plain mean; a cross marks a target that kept a single native source (if ``table`` has ``n_native``).
-    Right: each one's mean absolute error over the targets, ± one standard error."""
+    Right: each one's mean absolute error over the targets, ± one standard error. ``title``: which run it shows."""
     plt, _ = plotting()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.0), gridspec_kw={"width_ratios": [2.2, 1]})
+    if title:
+        fig.suptitle(title, fontsize=11)
     left.axhline(0.0, color="grey", lw=1)
     errors = {label: table[column] - table["truth"] for column, label in ESTIMATES.items()}
     for label, error in errors.items():

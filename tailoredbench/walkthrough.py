@@ -60,6 +60,14 @@ def item_embedding(source: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(standardize(source.to_numpy(dtype=float).T), index=source.columns, columns=source.index)
 
 
+def item_map(source: np.ndarray) -> np.ndarray:
+    """2-D principal components of the items embedded by z-scored source correctness."""
+    Z = standardize(np.asarray(source, dtype=float).T)
+    Z = Z - Z.mean(axis=0)
+    U, S, _ = np.linalg.svd(Z, full_matrices=False)
+    return U[:, :2] * S[:2]
+
+
 def clusters(source: np.ndarray, medoids: Sequence[int], distance: str = "manhattan") -> np.ndarray:
     """Each item's nearest medoid (a position in ``medoids``, the earlier on ties); items embedded by ``source``."""
     points = binary_points(np.asarray(source, dtype=float).T, distance)
