@@ -33,7 +33,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .datasets import load_benchmark
-from .datasets.benchmarks import BENCHMARKS
+from .datasets.benchmarks import BENCHMARKS, SPECS
 from .datasets.lm_eval import DEFAULT_METRIC, samples_argument
 from .errors import TailoredBenchError, check_integer
 from .estimator import TailoredBench
@@ -201,12 +201,14 @@ def plan_g_set(
     *,
     task: str | None = None,
     metric: str | None = None,
-    g_size: int = 10,
+    g_size: int | None = None,
     seed: int = 0,
     distance: str = "manhattan",
     force: bool = False,
 ) -> PlanState:
     """Step 1: write ``g_set.json`` (the G-set for lm-eval's ``--samples``) and ``state.json``.
+
+    ``task``, ``metric`` and ``g_size`` default to the benchmark's (:class:`~tailoredbench.datasets.BenchmarkSpec`).
 
     A folder that holds files is refused unless ``force`` (it may hold a plan a model is run on).
     """
@@ -218,8 +220,9 @@ def plan_g_set(
 def _plan_g_set(benchmark, out: Path, task, metric, g_size, seed, distance, force) -> PlanState:
     if not force:
         check_free(out, PlanState)
-    task = task or benchmark
     bench = load_benchmark(benchmark)
+    task = task or SPECS[benchmark].lm_eval_task or benchmark
+    g_size = SPECS[benchmark].g_size if g_size is None else g_size
     tb = TailoredBench(g_size, distance, random_state=(seed, 0)).fit(bench.source)
     g_items = tuple(int(i) for i in tb.g_set_)
     state = PlanState(

@@ -54,6 +54,15 @@ def test_every_notebook_is_run_by_reproduce():
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted(ORDER)
 
 
+@pytest.mark.parametrize("name", BENCHMARK_NOTEBOOKS)
+def test_benchmark_notebook_parameters_are_its_specs(name):
+    """A benchmark's settings are written once, in its spec; its notebook's literals must agree."""
+    declared = {key: ast.literal_eval(value) for key, value in declared_parameters(name).items()}
+    spec = SPECS[name]
+    assert declared["benchmark"] == name and declared["g_size"] == spec.g_size
+    assert tuple(declared["budgets"]) == spec.budgets and declared["max_models"] == spec.max_models
+
+
 def test_catalogue_names_the_paper_benchmarks_and_known_kinds():
     assert BENCHMARK_NOTEBOOKS == PAPER_BENCHMARKS
     assert {entry["kind"] for entry in CATALOGUE.values()} <= {"benchmark", "study", "other"}
