@@ -34,11 +34,14 @@ lint: $(TEST_STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# every core, at most four: each worker runs notebooks, kernels and subprocesses of its own
+PYTEST := $(BIN)/python -m pytest --numprocesses auto --maxprocesses 4
+
 test: lint
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 check: lint
-	$(BIN)/python -m pytest -m "not slow" -q
+	$(PYTEST) -m "not slow" -q
 
 reproduce: $(STAMP)
 	$(BIN)/tailoredbench reproduce
