@@ -28,9 +28,9 @@ from .errors import TailoredBenchError
 ROOT = Path(__file__).resolve().parents[1]
 #: ``reports-quick``: where ``--quick`` runs go unless told otherwise, a scratch folder that git ignores.
 NOTEBOOKS, REPORTS, QUICK_REPORTS = ROOT / "notebooks", ROOT / "reports", ROOT / "reports-quick"
-#: Every notebook in the order ``reproduce`` runs them, with its kind, what it runs after and its ``--quick``
-#: parameters: data beside the notebooks, so that adding one is an entry there.
-CATALOGUE: dict[str, dict] = tomllib.loads((NOTEBOOKS / "catalogue.toml").read_text())
+LISTING = NOTEBOOKS / "catalogue.toml"  # absent where the package is installed without its notebooks
+#: Each notebook, in the order ``reproduce`` runs them: its kind, what it runs after, its ``--quick`` parameters.
+CATALOGUE: dict[str, dict] = tomllib.loads(LISTING.read_text()) if LISTING.is_file() else {}
 ORDER = tuple(CATALOGUE)
 BENCHMARK_NOTEBOOKS = tuple(name for name, entry in CATALOGUE.items() if entry["kind"] == "benchmark")
 STUDY_NOTEBOOKS = tuple(name for name, entry in CATALOGUE.items() if entry["kind"] == "study")
@@ -100,14 +100,14 @@ def reproduce(
     parameters is replaced only with ``force``. ``run_cache``: the kernels' run cache (``False``: none)."""
     pin_data_dir()  # a relative $TAILOREDBENCH_DATA means from here, not from notebooks/
     notebooks_dir, parameters = Path(notebooks_dir).resolve(), parameters or {}
-    waiting = list(dict.fromkeys(names or ORDER))
+    if not (waiting := list(dict.fromkeys(names or ORDER))):
+        raise TailoredBenchError(f"no notebooks: {LISTING} is missing; reproduce runs in a clone of the project")
     declared = {name: declared_parameters(name, notebooks_dir) for name in waiting}
     for name in waiting:
         unknown = sorted(set(parameters) - set(declared[name]))
         if unknown and not only_declared:
-            raise TailoredBenchError(
-                f"notebook {name} has no parameter {', '.join(unknown)}; its parameters: {', '.join(declared[name])}"
-            )
+            known = ", ".join(declared[name])
+            raise TailoredBenchError(f"notebook {name} has no parameter {', '.join(unknown)}; its parameters: {known}")
     if nowhere := sorted(k for k in parameters if not any(k in declared[n] for n in waiting)):
         raise TailoredBenchError(f"no notebook chosen declares {', '.join(nowhere)}")
     root = Path(output_dir) if output_dir is not None else (QUICK_REPORTS if quick else REPORTS)
@@ -131,7 +131,7 @@ def reproduce(
         name = next(n for n in waiting if set(waiting).isdisjoint(AFTER.get(n, ())))
         waiting.remove(name)
         log(f"{name} ({count - len(waiting)}/{count}): running into {user_path(root / name)}")
-        values: dict = {**(QUICK.get(name, {}) if quick else {}), **parameters}
+        values = {**(QUICK.get(name, {}) if quick else {}), **parameters}
         values = {key: value for key, value in values.items() if key in declared[name]}
         if "reports_dir" in declared[name]:  # read the reports this run writes
             values.setdefault("reports_dir", _relative(root, notebooks_dir))

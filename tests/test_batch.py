@@ -15,6 +15,7 @@ import time
 import nbformat
 import pytest
 
+from conftest import ROOT
 from tailoredbench import batch
 from tailoredbench.batch import NotebookFailed, reproduce
 from tailoredbench.errors import TailoredBenchError
@@ -217,3 +218,18 @@ def test_an_output_folder_that_is_a_file_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "not a folder" in err
     assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_without_its_notebooks_the_package_runs_and_reproduce_says_why(tmp_path):
+    """As installed from a wheel: the package alone, no notebooks beside it."""
+    shutil.copytree(ROOT / "tailoredbench", tmp_path / "tailoredbench", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+    def run(*args):
+        command = [sys.executable, "-m", "tailoredbench", *args]
+        return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    assert run("simulate", "--help").returncode == 0
+    refused = run("reproduce")
+    assert refused.returncode == 2 and "catalogue.toml is missing" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
