@@ -18,7 +18,7 @@ import pandas as pd
 from . import atomic
 from .batch import NotebookFailed, reproduce
 from .datasets import load_benchmark, load_matrix, split_models
-from .datasets.benchmarks import BENCHMARKS, SPECS, Benchmark
+from .datasets.benchmarks import BENCHMARKS, Benchmark
 from .datasets.files import pin_data_dir
 from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, load_suite
 from .errors import TailoredBenchError
@@ -147,9 +147,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--max-models", type=_positive_int, help="seeded subsample of models before the split")
     sim.add_argument("--method", nargs="+", default=["tailoredbench"], help=f"one or more of: {', '.join(METHODS)}")
     sim.add_argument("--budget", nargs="+", type=_positive_int, help="items per target, G-set included (default 30)")
-    sim.add_argument(
-        "--g-size", type=_positive_int, help="G-set size (default: the benchmark's, 10 for a matrix; 5 in a suite)"
-    )
+    sim.add_argument("--g-size", type=_positive_int, help="G-set size (default 10; 5 per benchmark of a suite)")
     sim.add_argument("--distance", default="manhattan", help=f"one of: {', '.join(DISTANCES)}")
     sim.add_argument("--runs", type=_positive_int, default=20)
     sim.add_argument("--seed", type=_seed, default=0)
@@ -201,7 +199,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="with --suite: one per-sample metric per task (default per task; truthfulqa_mc2's acc, a probability, "
         "is read as acc>0.5: right when above 0.5)",
     )
-    plan.add_argument("--g-size", type=_positive_int, help="G-set size (default: the benchmark's; 5 in a suite)")
+    plan.add_argument("--g-size", type=_positive_int, help="G-set size (default 10; 5 per benchmark of a suite)")
     plan.add_argument("--distance", default="manhattan")
     plan.add_argument("--seed", type=_seed)
     plan.add_argument("--out", help="step 1: plan folder to write")
@@ -313,11 +311,6 @@ def _check_precision_args(args) -> None:
     args.round_size = args.round_size or ROUND_SIZE
 
 
-def _g_size(benchmark: str | None) -> int:
-    """A registered benchmark's own G-set size (5 where budgets scale down to 10-30), else 10."""
-    return SPECS[benchmark].g_size if benchmark in SPECS else 10
-
-
 def _simulate(args) -> int:
     check_distance(args.distance)
     if args.suite:
@@ -325,7 +318,7 @@ def _simulate(args) -> int:
     _refuse(args, "{0} applies with --suite only", "--total-budget", "--precision-of")
     if args.suite_mode != "joint":
         raise TailoredBenchError("--suite-mode applies with --suite only")
-    args.g_size = args.g_size or _g_size(args.benchmark)
+    args.g_size = args.g_size or 10
     _check_output(args.tidy, args.force)
     _check_precision_args(args)
     if args.precision is not None and args.no_interval:
@@ -523,7 +516,7 @@ def _plan(args) -> int:
     if args.suite or (args.state and is_suite_plan(args.state)):
         return _plan_suite(args)
     _refuse(args, "{0} applies to a suite's plan only", "--tasks", "--metrics", "--jobs", "--precision-of")
-    args.g_size = args.g_size or _g_size(args.benchmark)
+    args.g_size = args.g_size or 10
     _check_precision_args(args)
     if args.method is not None:
         check_round_method(args.method)

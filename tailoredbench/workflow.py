@@ -201,14 +201,14 @@ def plan_g_set(
     *,
     task: str | None = None,
     metric: str | None = None,
-    g_size: int | None = None,
+    g_size: int = 10,
     seed: int = 0,
     distance: str = "manhattan",
     force: bool = False,
 ) -> PlanState:
     """Step 1: write ``g_set.json`` (the G-set for lm-eval's ``--samples``) and ``state.json``.
 
-    ``task``, ``metric`` and ``g_size`` default to the benchmark's (:class:`~tailoredbench.datasets.BenchmarkSpec`).
+    ``task`` defaults to the benchmark's lm-eval task, ``metric`` to that task's per-item metric.
 
     A folder that holds files is refused unless ``force`` (it may hold a plan a model is run on).
     """
@@ -222,7 +222,6 @@ def _plan_g_set(benchmark, out: Path, task, metric, g_size, seed, distance, forc
         check_free(out, PlanState)
     bench = load_benchmark(benchmark)
     task = task or SPECS[benchmark].lm_eval_task or benchmark
-    g_size = SPECS[benchmark].g_size if g_size is None else g_size
     tb = TailoredBench(g_size, distance, random_state=(seed, 0)).fit(bench.source)
     g_items = tuple(int(i) for i in tb.g_set_)
     state = PlanState(

@@ -114,6 +114,7 @@ def check_clean(path, tmp_path):
 #: Tests of a few seconds or more (real data through the CLI, subprocesses, dask clusters),
 #: besides those marked notebook or lm_eval: `make check` leaves them to `make test`.
 SLOW = {
+    "test_without_its_notebooks_the_package_runs_and_reproduce_says_why",
     "test_gp_irt_anchors_are_cached_and_read_to_the_same_numbers",
     "test_reproduce_hands_the_cache_to_the_notebooks",
     "test_simulation_records_intervals_and_coverage",
