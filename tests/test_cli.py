@@ -226,7 +226,9 @@ def test_ctrl_c_at_any_moment_is_one_line_and_130(launcher, library, then):
     start = ["-m", "tailoredbench"] if launcher == "python -m" else ["-c", console_script()]
     args = ["simulate", "--benchmark", "gsm8k", "--runs", "200", "--no-interval"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, *start, *args], stderr=subprocess.PIPE, text=True, env=env)
+    # as from a terminal: a suite started in the background would hand its children Ctrl-C ignored
+    terminal = {"preexec_fn": lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)}
+    process = subprocess.Popen([sys.executable, *start, *args], stderr=subprocess.PIPE, text=True, env=env, **terminal)
     wait_for_library(process.pid, library)  # numpy: the command's modules are loading; llvmlite (numba's): loaded
     time.sleep(then)
     process.send_signal(signal.SIGINT)
