@@ -1,6 +1,9 @@
-"""Errors that the command line turns into one line on stderr and exit code 2."""
+"""Errors that the command line turns into one line on stderr and exit code 2, and Ctrl-C held while it must wait."""
 
 import numbers
+import signal
+import threading
+from contextlib import contextmanager
 
 
 class TailoredBenchError(ValueError):
@@ -36,3 +39,26 @@ def check_integer(value, name: str, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise TailoredBenchError(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+@contextmanager
+def ctrl_c_held():
+    """Hold Ctrl-C until the block ends, then raise it.
+
+    For a block that must not stop halfway: loading modules, and calls into numba, whose compiler calls back from
+    C, where Python prints a KeyboardInterrupt and drops it. Compiled code cannot stop halfway anyway. Only the main
+    thread can hold Ctrl-C, and only while Python's own handler is in place; elsewhere the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    pressed: list[int] = []
+    signal.signal(signal.SIGINT, lambda number, frame: pressed.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if pressed:
+            raise KeyboardInterrupt

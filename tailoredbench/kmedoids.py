@@ -22,7 +22,7 @@ import numba
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from .errors import TailoredBenchError
+from .errors import TailoredBenchError, ctrl_c_held
 from .rng import generator
 
 DISTANCES = ("manhattan", "euclidean", "cosine", "correlation")
@@ -59,7 +59,8 @@ def weighted_hamming(A: np.ndarray, weights: np.ndarray, B: np.ndarray | None = 
     # setting and leave the process's BLAS at one thread
     with _BLAS_LIMIT, _blas().limit(limits=1, user_api="blas"):
         D = Aw @ B.T
-    _hamming_from_gram(D, Aw.sum(axis=1), B @ weights, same)
+    with ctrl_c_held():  # numba compiles on the first call
+        _hamming_from_gram(D, Aw.sum(axis=1), B @ weights, same)
     return D
 
 
@@ -221,7 +222,8 @@ def _from_random_start(D, packed, weights, fixed, n_clusters: int, rng, max_iter
         return medoids, 0
     # one tuple: a numba dispatcher called with starred arguments confuses the type checker
     arguments = (D, *packed, weights, medoids, len(fixed), max_iter, same_row)
-    return medoids, int(_fasterpam(*arguments))
+    with ctrl_c_held():
+        return medoids, int(_fasterpam(*arguments))
 
 
 @dataclass(frozen=True, eq=False)
@@ -280,7 +282,8 @@ class BinaryPoints:
         cols = np.arange(self.n_patterns) if cols is None else np.asarray(cols, dtype=np.int64).reshape(-1)
         if self.kept:
             return self.distances[np.ix_(rows, cols)]
-        return _between(self.words, self.table, self.root, rows, cols)
+        with ctrl_c_held():
+            return _between(self.words, self.table, self.root, rows, cols)
 
     def from_patterns(self, rows) -> np.ndarray:
         """Distances from patterns ``rows`` to every pattern, without forming the dense matrix if it is not yet

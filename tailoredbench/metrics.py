@@ -6,6 +6,8 @@ import numba
 import numpy as np
 import pandas as pd
 
+from .errors import ctrl_c_held
+
 #: What a summary row is per: a simulation's method and budget (the sequential mode has no fixed budget).
 KEYS = ("method", "budget")
 #: Up to this many targets a run's tau counts pairs (:func:`kendall_tau_b`); above, scipy's O(n log n) is faster.
@@ -32,7 +34,8 @@ def per_run_metrics(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
     rows, start = [], 0
     for label, end in zip(labels, ends, strict=True):
         x, y = true[start:end], estimate[start:end]
-        tau = kendall_tau_b(x, y) if end - start <= PAIRWISE_LIMIT else _scipy_tau(x, y)
+        with ctrl_c_held():  # numba compiles on the first call
+            tau = kendall_tau_b(x, y) if end - start <= PAIRWISE_LIMIT else _scipy_tau(x, y)
         rows.append(
             {**label, "mae": float(np.mean(np.abs(y - x))), "kendall_tau": 0.0 if np.isnan(tau) else float(tau)}
         )

@@ -198,6 +198,21 @@ def test_ctrl_c_in_a_command_is_one_line_and_130(monkeypatch, capsys):
     assert capsys.readouterr().err == "tailoredbench: interrupted\n"
 
 
+def test_ctrl_c_in_a_held_block_waits_for_its_end():
+    from tailoredbench.errors import ctrl_c_held
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        ran = []
+        with pytest.raises(KeyboardInterrupt), ctrl_c_held():
+            signal.raise_signal(signal.SIGINT)
+            ran.append("the rest of the block")
+        assert ran == ["the rest of the block"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def console_script() -> str:
     """What the installed ``tailoredbench`` command runs: its entry point from pyproject.toml."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -220,12 +235,16 @@ def wait_for_library(pid: int, name: str, timeout: float = 60.0) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("launcher", ["python -m", "console script"])
 @pytest.mark.parametrize(
-    ("library", "then"), [("numpy", 0.0), ("llvmlite", 1.5)], ids=["while importing", "while running"]
+    ("library", "then", "compile"),
+    [("numpy", 0.0, False), ("llvmlite", 1.5, False), ("llvmlite", 3.5, True)],
+    ids=["while importing", "while running", "while numba compiles"],
 )
-def test_ctrl_c_at_any_moment_is_one_line_and_130(launcher, library, then):
+def test_ctrl_c_at_any_moment_is_one_line_and_130(launcher, library, then, compile, tmp_path):
     start = ["-m", "tailoredbench"] if launcher == "python -m" else ["-c", console_script()]
     args = ["simulate", "--benchmark", "gsm8k", "--runs", "200", "--no-interval"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if compile:  # an empty cache: numba compiles, calling back from C, where Python would drop the interrupt
+        env["NUMBA_CACHE_DIR"] = str(tmp_path)
     # as from a terminal: a suite started in the background would hand its children Ctrl-C ignored
     terminal = {"preexec_fn": lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)}
     process = subprocess.Popen([sys.executable, *start, *args], stderr=subprocess.PIPE, text=True, env=env, **terminal)

@@ -12,6 +12,7 @@ import numba
 import numpy as np
 
 from .. import rng
+from ..errors import ctrl_c_held
 from ..kmedoids import identical_rows, k_medoids
 from .base import EachBudget
 
@@ -27,7 +28,8 @@ def item_correlation(source: np.ndarray) -> np.ndarray:
     centred = source - source.mean(axis=0)
     norm = np.sqrt((centred**2).sum(axis=0))
     corr = centred.T @ centred
-    _normalise(corr, np.where(norm > 0, norm, 1.0), norm == 0, source[0])
+    with ctrl_c_held():  # numba compiles on the first call
+        _normalise(corr, np.where(norm > 0, norm, 1.0), norm == 0, source[0])
     return corr
 
 

@@ -21,6 +21,7 @@ from threadpoolctl import threadpool_limits
 from .. import rng
 from ..cache import cache_dir, load_cached, store_cached
 from ..environment import versions
+from ..errors import ctrl_c_held
 
 #: Gaussian prior precisions of abilities, discriminations and difficulties in the fit on the sources.
 PRIOR = {"theta": 1.0, "a": 1.0, "b": 0.1}
@@ -73,7 +74,8 @@ def fit_irt(Y: np.ndarray, dim: int, *, seed: int = rng.GP_IRT_FIT, max_iter: in
     def loss(x):
         theta, a, b = unpack(x)
         R = theta @ a.T
-        _logistic_terms(R, b, Y, softplus, observed)
+        with ctrl_c_held():  # numba compiles on the first call
+            _logistic_terms(R, b, Y, softplus, observed)
         nll = softplus.sum() - observed.sum()
         penalty = 0.5 * (PRIOR["theta"] * (theta**2).sum() + PRIOR["a"] * (a**2).sum() + PRIOR["b"] * (b**2).sum())
         grad = np.concatenate(
