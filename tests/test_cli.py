@@ -235,15 +235,15 @@ def wait_for_library(pid: int, name: str, timeout: float = 60.0) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("launcher", ["python -m", "console script"])
 @pytest.mark.parametrize(
-    ("library", "then", "compile"),
+    ("library", "then", "empty_numba_cache"),
     [("numpy", 0.0, False), ("llvmlite", 1.5, False), ("llvmlite", 3.5, True)],
     ids=["while importing", "while running", "while numba compiles"],
 )
-def test_ctrl_c_at_any_moment_is_one_line_and_130(launcher, library, then, compile, tmp_path):
+def test_ctrl_c_at_any_moment_is_one_line_and_130(launcher, library, then, empty_numba_cache, tmp_path):
     start = ["-m", "tailoredbench"] if launcher == "python -m" else ["-c", console_script()]
     args = ["simulate", "--benchmark", "gsm8k", "--runs", "200", "--no-interval"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    if compile:  # an empty cache: numba compiles, calling back from C, where Python would drop the interrupt
+    if empty_numba_cache:  # numba compiles, calling back from C, where Python would drop the interrupt
         env["NUMBA_CACHE_DIR"] = str(tmp_path)
     # as from a terminal: a suite started in the background would hand its children Ctrl-C ignored
     terminal = {"preexec_fn": lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)}
