@@ -28,24 +28,22 @@ from .sequential import ATLAS, MAX_BUDGET, ROUND_SIZE, check_precision, simulate
 from .simulate import simulate
 from .suite import ROUND_METHODS as SUITE_ROUND_METHODS
 from .suite import simulate_suite, simulate_suite_precision
-from .suite_workflow import (
-    SuiteNSet,
-    estimate_suite,
-    is_suite_plan,
-    plan_suite_g_set,
-    plan_suite_n_set,
-    plan_suite_round,
-)
 from .workflow import (
     G_SET,
     N_SET,
     ROUND_METHODS,
     NSet,
+    SuiteNSet,
     check_round_method,
     estimate,
+    estimate_suite,
+    is_suite_plan,
     plan_g_set,
     plan_n_set,
     plan_round,
+    plan_suite_g_set,
+    plan_suite_n_set,
+    plan_suite_round,
 )
 
 

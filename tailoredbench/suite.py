@@ -778,7 +778,7 @@ def simulate_suite_precision(
     return SuitePrecision(results, pd.DataFrame(rows), settings, {f"{m} {n}": f for (m, n), f in factors.items()})
 
 
-# ---- Real use: one new model, the only target of run 0 of the joint mode (tailoredbench.suite_workflow) -------
+# ---- Real use: one new model, the only target of run 0 of the joint mode (tailoredbench.workflow.suite) -------
 
 
 def _g_sets(setup: _Setup, key) -> list[np.ndarray]:

@@ -15,7 +15,7 @@ LAYERS = {
     "methods": ["methods"],
     "estimator": ["intervals", "stopping", "estimator"],
     "reporting": ["figures", "report", "walkthrough"],
-    "experiments": ["simulate", "sequential", "studies", "plan_folder", "workflow", "suite", "suite_workflow"],
+    "experiments": ["simulate", "sequential", "studies", "suite", "workflow"],
     "faces": ["batch", "site", "cli", "__main__", "__init__"],
 }
 RANK = {top: rank for rank, tops in enumerate(LAYERS.values()) for top in tops}

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tailoredbench import workflow
 from tailoredbench.cli import main
 from tailoredbench.datasets.lm_eval import samples_argument
 from tailoredbench.errors import TailoredBenchError
 from tailoredbench.workflow import NSet, plan_g_set, plan_n_set, read_state
+from tailoredbench.workflow import benchmark as workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 IN_USE = "in use by another command"

@@ -8,15 +8,14 @@ import pandas as pd
 import pytest
 from test_lm_eval_harness import lm_eval, write_suite_csvs, write_tasks
 
-from tailoredbench import suite_workflow
 from tailoredbench.cli import main
 from tailoredbench.datasets.lm_eval import read_samples
 from tailoredbench.datasets.matrix import ResponseMatrix
 from tailoredbench.datasets.suites import Suite, load_suite
 from tailoredbench.errors import DataError, TailoredBenchError
-from tailoredbench.plan_folder import IN_USE, checksum, locked
 from tailoredbench.suite import SUITE_MEAN, simulate_suite, simulate_suite_precision
-from tailoredbench.suite_workflow import (
+from tailoredbench.workflow import (
+    PlanState,
     SuiteState,
     estimate_suite,
     plan_suite_g_set,
@@ -24,7 +23,8 @@ from tailoredbench.suite_workflow import (
     plan_suite_round,
     read_suite_state,
 )
-from tailoredbench.workflow import PlanState
+from tailoredbench.workflow import suite as suite_workflow
+from tailoredbench.workflow.folder import IN_USE, checksum, locked
 
 TASKS = ("arc_challenge", "gsm8k", "truthfulqa_mc2")
 #: The value each task's samples carry: TruthfulQA MC2's is a probability.

@@ -15,9 +15,9 @@ from tailoredbench.errors import TailoredBenchError
 from tailoredbench.intervals import difficulty, interval, pseudo_targets, unlikeness
 from tailoredbench.methods import MethodSpec, Oracle, fluid
 from tailoredbench.methods.fluid import Fluid
-from tailoredbench.plan_folder import checksum
 from tailoredbench.stopping import StoppingRule
 from tailoredbench.workflow import NSet, PlanState, Rounds, plan_n_set, plan_round, read_state
+from tailoredbench.workflow.folder import checksum
 
 TARGET = 17  # a held-out (target) model of the ARC split
 

@@ -1,6 +1,6 @@
 """A plan folder: its lock, its sealed ``state.json``, the files a step puts in place together, its samples.
 
-What a benchmark's plan (:mod:`tailoredbench.workflow`) and a suite's (:mod:`tailoredbench.suite_workflow`) share.
+What a benchmark's plan (:mod:`.benchmark`) and a suite's (:mod:`.suite`) share.
 A command holds the folder's lock from its first check to its last write; a step's files are staged beside
 their targets and put in place together, ``state.json`` last with the sha256 of every other file, so a step stopped
 in between reads as an interrupted plan that ``--force`` redoes.
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import atomic
-from ._version import __version__
-from .datasets.lm_eval import model_of, read_samples
-from .errors import TailoredBenchError
+from .. import atomic
+from .._version import __version__
+from ..datasets.lm_eval import model_of, read_samples
+from ..errors import TailoredBenchError
 
 if sys.platform != "win32":
     import fcntl

@@ -1,6 +1,6 @@
 """Evaluate a new model on a whole suite for real: one plan folder, one lm-eval ``--samples`` file for every task.
 
-Three steps around two lm-eval runs, as :mod:`tailoredbench.workflow` takes them for one benchmark:
+Three steps around two lm-eval runs, as :mod:`tailoredbench.workflow.benchmark` takes them for one benchmark:
 
 1. :func:`plan_suite_g_set` writes every benchmark's G-set as one ``--samples`` selection, ``g_set.json``
    (``{task: [doc_id, ...]}`` for every task of the suite), and ``state.json``.
@@ -19,7 +19,7 @@ narrow as requested or the maximum budget is reached; its rounds, weights and st
 The planning and the estimates are :mod:`tailoredbench.suite`'s joint mode for the model alone, as the only target
 of run 0 of the plan's seed. A registered suite's source models are those of its split (as in a simulation); the
 matrix files of a custom suite are all source models, their item ids the tasks' lm-eval doc_ids. A plan folder is
-locked, written and checked by :mod:`tailoredbench.plan_folder`.
+locked, written and checked by :mod:`tailoredbench.workflow.folder`.
 """
 
 from __future__ import annotations
@@ -36,13 +36,31 @@ from pathlib import Path
 import numpy as np
 from joblib import parallel_config
 
-from .datasets.lm_eval import DEFAULT_METRIC, metric_threshold, task_of
-from .datasets.matrix import ResponseMatrix, load_matrix
-from .datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_suite
-from .errors import TailoredBenchError, check_integer
-from .intervals import interval as clipped_interval
-from .kmedoids import check_distance
-from .plan_folder import (
+from ..datasets.lm_eval import DEFAULT_METRIC, metric_threshold, task_of
+from ..datasets.matrix import ResponseMatrix, load_matrix
+from ..datasets.suites import LM_EVAL_TASKS, SUITES, SuiteWarning, align, load_suite
+from ..errors import TailoredBenchError, check_integer
+from ..intervals import interval as clipped_interval
+from ..kmedoids import check_distance
+from ..stopping import ROUND_SIZE, check_precision, round_budgets
+from ..suite import (
+    INTERVAL_FOLDS,
+    PRECISION_OF,
+    ROUND_METHODS,
+    RoundsRule,
+    check_precision_of,
+    check_round_method,
+    fit_new_model,
+    fit_new_model_rounds,
+    new_model_estimate,
+    new_model_g_sets,
+    new_model_round_probes,
+    new_model_rounds_estimate,
+    round_budgets_of,
+)
+from ..tailored import COMPONENTS, matrix_sha256
+from .benchmark import INTERVAL_LEVEL, PlanState
+from .folder import (
     G_SET,
     N_SET,
     ROUND,
@@ -65,24 +83,6 @@ from .plan_folder import (
     require,
     sealed_files,
 )
-from .stopping import ROUND_SIZE, check_precision, round_budgets
-from .suite import (
-    INTERVAL_FOLDS,
-    PRECISION_OF,
-    ROUND_METHODS,
-    RoundsRule,
-    check_precision_of,
-    check_round_method,
-    fit_new_model,
-    fit_new_model_rounds,
-    new_model_estimate,
-    new_model_g_sets,
-    new_model_round_probes,
-    new_model_rounds_estimate,
-    round_budgets_of,
-)
-from .tailored import COMPONENTS, matrix_sha256
-from .workflow import INTERVAL_LEVEL, PlanState
 
 #: The option of ``plan`` that starts a suite's plan (named by the error of an interrupted one).
 START = "--suite"

@@ -18,7 +18,7 @@ Every step refits from the pinned data with the stored seed (the answer of a sim
 so ``state.json``, a :class:`PlanState` checked whole when read, stays small; only the sequential
 mode's stopping rule is stored. The samples of one plan must come from one model.
 
-A plan folder is one transaction, as :mod:`tailoredbench.plan_folder` keeps it: a step stopped
+A plan folder is one transaction, as :mod:`tailoredbench.workflow.folder` keeps it: a step stopped
 half-way reads as an interrupted plan that ``force`` redoes.
 """
 
@@ -32,14 +32,15 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .datasets import load_benchmark
-from .datasets.benchmarks import BENCHMARKS, SPECS
-from .datasets.lm_eval import DEFAULT_METRIC, samples_argument
-from .errors import TailoredBenchError, check_integer
-from .estimator import TailoredBench
-from .intervals import difficulty, interval, pseudo_targets, unlikeness
-from .methods import MethodSpec, fluid
-from .plan_folder import (
+from ..datasets import load_benchmark
+from ..datasets.benchmarks import BENCHMARKS, SPECS
+from ..datasets.lm_eval import DEFAULT_METRIC, samples_argument
+from ..errors import TailoredBenchError, check_integer
+from ..estimator import TailoredBench
+from ..intervals import difficulty, interval, pseudo_targets, unlikeness
+from ..methods import MethodSpec, fluid
+from ..stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
+from .folder import (
     G_SET,
     N_SET,
     ROUND,
@@ -62,7 +63,6 @@ from .plan_folder import (
     sealed_files,
     sha256_of,
 )
-from .stopping import MAX_BUDGET, ROUND_SIZE, StoppingRule, check_precision, round_budgets
 
 #: The estimate's interval (calibrated on the source models, see tailoredbench.intervals).
 INTERVAL_LEVEL = 0.9
@@ -160,7 +160,7 @@ class PlanState(State):
         """The state of a :meth:`to_json` text and the file hashes it records (None if it records none)."""
         data = load_json(text)
         require(isinstance(data, dict), f"not a plan state (a JSON {type(data).__name__})")
-        require("suite_state_format" not in data, "a suite's plan, read by tailoredbench.suite_workflow")
+        require("suite_state_format" not in data, "a suite's plan, read by tailoredbench.workflow.suite")
         found = data.get("state_format", 1)  # the states before formats were numbered are format 1
         require(found in (cls.FORMAT, *cls.READS), f"a plan state of format {found}, this is format {cls.FORMAT}")
         require(not {"budget", "precision"} <= data.keys(), "both a fixed budget and a precision")
