@@ -1,6 +1,6 @@
 """gp-IRT (Maia Polo et al., *tinyBenchmarks: evaluating LLMs with fewer examples*, ICML 2024; arXiv 2402.14992).
 
-1. A multidimensional 2PL IRT model (:mod:`tailoredbench.irt`) is fitted on the source models.
+1. A multidimensional 2PL IRT model (:mod:`tailoredbench.methods.irt`) is fitted on the source models.
 2. Anchors: KMeans with ``budget`` clusters on the item parameters ``[a_j, b_j]``; each cluster's
    anchor is the item nearest its centroid, weighted by cluster size.
 3. A target's ability is fitted on its anchor results, under a Gaussian prior chosen with the

@@ -10,6 +10,7 @@
 
 from .benchmark import (
     G_SET,
+    INTERVAL_LEVEL,
     N_SET,
     ROUND_METHODS,
     NSet,
@@ -37,6 +38,7 @@ from .suite import (
 
 __all__ = [
     "G_SET",
+    "INTERVAL_LEVEL",
     "N_SET",
     "ROUND_METHODS",
     "NSet",
