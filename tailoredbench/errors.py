@@ -46,8 +46,9 @@ def ctrl_c_held():
     """Hold Ctrl-C until the block ends, then raise it.
 
     For a block that must not stop halfway: loading modules, and calls into numba, whose compiler calls back from
-    C, where Python prints a KeyboardInterrupt and drops it. Compiled code cannot stop halfway anyway. Only the main
-    thread can hold Ctrl-C, and only while Python's own handler is in place; elsewhere the block runs as it is.
+    C, where Python prints a KeyboardInterrupt and drops it. Compiled code cannot stop halfway anyway, so each
+    numba function called from Python is decorated with ``@ctrl_c_held()``, which holds it around every call. Only
+    the main thread can hold Ctrl-C, and only while Python's own handler is in place; elsewhere the block runs as it is.
     """
     if threading.current_thread() is not threading.main_thread() or (
         signal.getsignal(signal.SIGINT) is not signal.default_int_handler

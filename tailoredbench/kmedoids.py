@@ -59,8 +59,7 @@ def weighted_hamming(A: np.ndarray, weights: np.ndarray, B: np.ndarray | None = 
     # setting and leave the process's BLAS at one thread
     with _BLAS_LIMIT, _blas().limit(limits=1, user_api="blas"):
         D = Aw @ B.T
-    with ctrl_c_held():  # numba compiles on the first call
-        _hamming_from_gram(D, Aw.sum(axis=1), B @ weights, same)
+    _hamming_from_gram(D, Aw.sum(axis=1), B @ weights, same)
     return D
 
 
@@ -73,6 +72,7 @@ def _blas() -> ThreadpoolController:
     return ThreadpoolController()
 
 
+@ctrl_c_held()  # numba compiles on the first call and drops a Ctrl-C that lands then
 @numba.njit(cache=True, nogil=True)
 def _hamming_from_gram(G, row_norm, col_norm, same):
     # In place: G[i, k] <- row_norm[i] + col_norm[k] - 2 G[i, k], clipped at 0.
@@ -222,8 +222,7 @@ def _from_random_start(D, packed, weights, fixed, n_clusters: int, rng, max_iter
         return medoids, 0
     # one tuple: a numba dispatcher called with starred arguments confuses the type checker
     arguments = (D, *packed, weights, medoids, len(fixed), max_iter, same_row)
-    with ctrl_c_held():
-        return medoids, int(_fasterpam(*arguments))
+    return medoids, int(_fasterpam(*arguments))
 
 
 @dataclass(frozen=True, eq=False)
@@ -282,8 +281,7 @@ class BinaryPoints:
         cols = np.arange(self.n_patterns) if cols is None else np.asarray(cols, dtype=np.int64).reshape(-1)
         if self.kept:
             return self.distances[np.ix_(rows, cols)]
-        with ctrl_c_held():
-            return _between(self.words, self.table, self.root, rows, cols)
+        return _between(self.words, self.table, self.root, rows, cols)
 
     def from_patterns(self, rows) -> np.ndarray:
         """Distances from patterns ``rows`` to every pattern, without forming the dense matrix if it is not yet
@@ -503,6 +501,7 @@ def _distance(D, words, table, root, x, o):
     return np.sqrt(s) if root else s
 
 
+@ctrl_c_held()  # numba compiles on the first call and drops a Ctrl-C that lands then
 @numba.njit(cache=True, nogil=True)
 def _between(words, table, root, rows, cols):
     D, out = np.empty((0, 0)), np.empty((rows.shape[0], cols.shape[0]))
@@ -565,6 +564,7 @@ def _after_swap(D, words, table, root, to_medoids, p, x, near, second, dn, ds):
             second[o], ds[o] = p, d
 
 
+@ctrl_c_held()  # numba compiles on the first call and drops a Ctrl-C that lands then
 @numba.njit(cache=True, nogil=True)
 def _fasterpam(D, words, least, scale, table, root, w, medoids, n_fixed, max_iter, same_row):
     n, k = w.shape[0], medoids.shape[0]

@@ -34,8 +34,7 @@ def per_run_metrics(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
     rows, start = [], 0
     for label, end in zip(labels, ends, strict=True):
         x, y = true[start:end], estimate[start:end]
-        with ctrl_c_held():  # numba compiles on the first call
-            tau = kendall_tau_b(x, y) if end - start <= PAIRWISE_LIMIT else _scipy_tau(x, y)
+        tau = kendall_tau_b(x, y) if end - start <= PAIRWISE_LIMIT else _scipy_tau(x, y)
         rows.append(
             {**label, "mae": float(np.mean(np.abs(y - x))), "kendall_tau": 0.0 if np.isnan(tau) else float(tau)}
         )
@@ -43,6 +42,7 @@ def per_run_metrics(results: pd.DataFrame, keys=KEYS) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*by, "mae", "kendall_tau"])
 
 
+@ctrl_c_held()  # numba compiles on the first call and drops a Ctrl-C that lands then
 @numba.njit(cache=True)
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
     """Kendall's tau-b, NaN if either sample is constant or holds a NaN: :func:`scipy.stats.kendalltau` to the bit."""

@@ -28,11 +28,11 @@ def item_correlation(source: np.ndarray) -> np.ndarray:
     centred = source - source.mean(axis=0)
     norm = np.sqrt((centred**2).sum(axis=0))
     corr = centred.T @ centred
-    with ctrl_c_held():  # numba compiles on the first call
-        _normalise(corr, np.where(norm > 0, norm, 1.0), norm == 0, source[0])
+    _normalise(corr, np.where(norm > 0, norm, 1.0), norm == 0, source[0])
     return corr
 
 
+@ctrl_c_held()  # numba compiles on the first call and drops a Ctrl-C that lands then
 @numba.njit(cache=True, nogil=True)
 def _normalise(corr, safe, constant, first):
     # in place, one pass (a fresh items x items array costs seconds on POPE)

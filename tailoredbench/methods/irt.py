@@ -74,8 +74,7 @@ def fit_irt(Y: np.ndarray, dim: int, *, seed: int = rng.GP_IRT_FIT, max_iter: in
     def loss(x):
         theta, a, b = unpack(x)
         R = theta @ a.T
-        with ctrl_c_held():  # numba compiles on the first call
-            _logistic_terms(R, b, Y, softplus, observed)
+        _logistic_terms(R, b, Y, softplus, observed)
         nll = softplus.sum() - observed.sum()
         penalty = 0.5 * (PRIOR["theta"] * (theta**2).sum() + PRIOR["a"] * (a**2).sum() + PRIOR["b"] * (b**2).sum())
         grad = np.concatenate(
@@ -94,6 +93,7 @@ def fit_irt(Y: np.ndarray, dim: int, *, seed: int = rng.GP_IRT_FIT, max_iter: in
     return IRTModel(a.copy(), b.copy(), theta.copy())
 
 
+@ctrl_c_held()  # numba compiles on the first call and drops a Ctrl-C that lands then
 @numba.njit(cache=True, nogil=True)
 def _logistic_terms(R, b, Y, softplus, observed):
     # softplus(Z), Y * Z and, in place of R, sigmoid(Z) - Y for Z = R - b, by the C library's exp and log1p
