@@ -1,5 +1,6 @@
 """The command line: JSON output and one-line errors with exit code 2."""
 
+import inspect
 import json
 import os
 import signal
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tailoredbench import SPECS, TailoredBench, TailoredBenchError
+from tailoredbench import SPECS, TailoredBench, TailoredBenchError, simulate
 from tailoredbench.cli import _build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,6 +156,7 @@ def test_simulate_every_benchmark(benchmark, capsys):
     record = json.loads(capsys.readouterr().out)
     assert record["benchmark"] == benchmark and record["n_target"] >= 2
     assert 0.0 <= record["mae"] < 0.3
+    assert record["g_size"] == inspect.signature(simulate).parameters["g_size"].default  # the CLI's is simulate's
 
 
 # --- repeated options, Ctrl-C, messages ------------------------------------------------------
