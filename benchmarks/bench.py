@@ -1,7 +1,6 @@
 """Speed and memory of the TailoredBench simulation: ``make bench`` prints figures, asserts nothing.
 
-Three parts, each beside the figures measured before the scale work (issue 17, same
-2-core machine, one worker, budget 30):
+Three parts, one worker and budget 30 unless stated:
 
 1. GSM8K (75 source, 75 target models, 1319 items): seconds per run, and what the
    90% intervals add. The paper's official code takes about 100 s per run here. Then
@@ -30,8 +29,6 @@ import sys
 import time
 
 SAMPLE = 750
-#: (models, items): seconds per target and peak GB measured before (issue 17).
-BEFORE = {(3000, 1000): (0.032, 0.5), (800, 10042): (1.07, 2.9), (200, 14042): (2.2, 4.85)}
 SCALING = [(200, 1000), (200, 5000), (200, 10000), (200, 14042), (200, 50000), (1000, 1000), (3000, 1000), (800, 10042)]
 
 
@@ -154,10 +151,7 @@ def gsm8k_figures(runs: int) -> dict:
     def shown(name: str) -> str:
         return f"{figures[name]:.3f} s per run ({min(timed[name]):.3f}-{max(timed[name]):.3f})"
 
-    print(
-        f"GSM8K, budget 30, {runs} runs; medians of {REPEATS} rounds (range) "
-        "(before: 0.55 s per run on 1 worker; intervals added 150%)"
-    )
+    print(f"GSM8K, budget 30, {runs} runs; medians of {REPEATS} rounds (range)")
     print(f"  1 worker   {shown('seconds_per_run_jobs1')}")
     print(f"  2 workers  {shown('seconds_per_run_jobs2')}")
     print(
@@ -208,19 +202,17 @@ def scaling_table() -> list[dict]:
     )
     print(
         f"{'models (targets) x items':>26} | {'G-set s':>7} | {'exact s/target':>14} | {'peak GB':>7} | {'MAE':>6} | "
-        f"{'sample s/target':>15} | {'peak GB':>7} | {'MAE':>6} | before: s/target, peak GB"
+        f"{'sample s/target':>15} | {'peak GB':>7} | {'MAE':>6}"
     )
     rows = []
     for models, items in SCALING:
         exact = _point_in_a_fresh_process(models, items, 0)
         sampled = _point_in_a_fresh_process(models, items, SAMPLE)
-        before = BEFORE.get((models, items))
         label = f"{models} ({models // 2}) x {items}"
         print(
             f"{label:>26} | {exact['g_set_seconds']:7.2f} | {_seconds(exact, 14)} | "
             f"{exact['peak_gb']:7.2f} | {exact['mae']:6.4f} | {_seconds(sampled, 15)} | "
-            f"{sampled['peak_gb']:7.2f} | {sampled['mae']:6.4f} | "
-            + (f"{before[0]:.3f}, {before[1]:.2f}" if before else "-"),
+            f"{sampled['peak_gb']:7.2f} | {sampled['mae']:6.4f}",
             flush=True,
         )
         rows.append({"models": models, "items": items, "exact": exact, "sample": sampled})
