@@ -141,7 +141,7 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=["every", "mean"],
         help="with --suite --precision: every benchmark's interval (the default) or the suite mean's",
     )
-    sim.add_argument("--split", default="interleave", help="for --matrix: interleave (default) or random")
+    sim.add_argument("--split", help="for --matrix or matrix files of --suite: interleave (default) or random")
     sim.add_argument("--max-models", type=_positive_int, help="seeded subsample of models before the split")
     sim.add_argument("--method", nargs="+", default=["tailoredbench"], help=f"one or more of: {', '.join(METHODS)}")
     sim.add_argument("--budget", nargs="+", type=_positive_int, help="items per target, G-set included (default 30)")
@@ -162,7 +162,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "items (0, the default: exact)",
     )
     sim.add_argument(
-        "--interval", type=float, default=0.9, help="level of each estimate's interval, calibrated on source models"
+        "--interval", type=float, help="level of each estimate's interval, calibrated on source models (default 0.9)"
     )
     sim.add_argument("--no-interval", action="store_true", help="skip the intervals (saves one pass per method)")
     _add_precision(sim, "tailoredbench, tailored_plus or fluid (also stopped by ATLAS's rule), instead of --budget")
@@ -184,7 +184,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "item ids the tasks' doc_ids); one G-set per benchmark, all in one g_set.json",
     )
     start.add_argument("--state", help="step 2: the plan folder of step 1")
-    plan.add_argument("--task", help="lm-eval task name (default: the benchmark's name)")
+    plan.add_argument("--task", help="lm-eval task name (default: the benchmark's lm-eval task, if it has one)")
     plan.add_argument("--metric", help="per-sample metric to read (default per task, e.g. acc_norm for arc_challenge)")
     plan.add_argument(
         "--tasks",
@@ -198,7 +198,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "is read as acc>0.5: right when above 0.5)",
     )
     plan.add_argument("--g-size", type=_positive_int, help="G-set size (default 10; 5 per benchmark of a suite)")
-    plan.add_argument("--distance", default="manhattan")
+    plan.add_argument("--distance", help="step 1: how items are compared (default manhattan)")
     plan.add_argument("--seed", type=_seed)
     plan.add_argument("--out", help="step 1: plan folder to write")
     plan.add_argument("--samples", nargs="+", help="step 2: lm-eval samples_<task>_*.jsonl files")
@@ -264,6 +264,15 @@ def _write_output(path: str, text: str, force: bool) -> None:
         raise TailoredBenchError(f"{path}: exists; add --force to replace it") from None
 
 
+def _se(record: dict, key: str, digits: int) -> str:
+    """`` ± se`` over the runs; nothing from one run, whose standard error is undefined (not zero)."""
+    return f" ± {record[key]:.{digits}f}" if record["runs"] > 1 else ""
+
+
+def _runs(record: dict) -> str:
+    return f"{record['runs']} run" + "s" * (record["runs"] != 1)
+
+
 def _set(value) -> bool:
     return value is not None
 
@@ -311,6 +320,12 @@ def _check_precision_args(args) -> None:
 
 def _simulate(args) -> int:
     check_distance(args.distance)
+    if args.no_interval and args.interval is not None:
+        raise TailoredBenchError("give --interval LEVEL or --no-interval, not both")
+    args.interval = 0.9 if args.interval is None else args.interval
+    if args.benchmark and args.split is not None:
+        raise TailoredBenchError("--split applies to --matrix (or a suite's matrix files): a benchmark has its split")
+    args.split = args.split or "interleave"
     if args.suite:
         return _simulate_suite(args)
     _refuse(args, "{0} applies with --suite only", "--total-budget", "--precision-of")
@@ -356,10 +371,10 @@ def _simulate(args) -> int:
 
     def line(r: dict) -> str:
         return (
-            f"{r['method']:<16} budget {r['budget']:>4}  MAE {r['mae']:.4f} ± {r['mae_se']:.4f}  "
-            f"tau {r['kendall_tau']:.3f} ± {r['kendall_tau_se']:.3f}  "
+            f"{r['method']:<16} budget {r['budget']:>4}  MAE {r['mae']:.4f}{_se(r, 'mae_se', 4)}  "
+            f"tau {r['kendall_tau']:.3f}{_se(r, 'kendall_tau_se', 3)}  "
             + (f"coverage {r['coverage']:.2f} (width {r['interval_width']:.3f})  " if "coverage" in r else "")
-            + f"({r['seconds_per_run']:.2f} s/run, {r['runs']} runs)"
+            + f"({r['seconds_per_run']:.2f} s/run, {_runs(r)})"
         )
 
     return _output(args, sim.results, records, line)
@@ -413,8 +428,8 @@ def _simulate_suite(args) -> int:
     def line(r: dict) -> str:
         by = ", ".join(f"{b} {m:.4f}" for b, m in zip(r["benchmarks"], r["mae_by_benchmark"], strict=True))
         return (
-            f"{r['method']:<18} {r['mode']:<11} {r['items']} items  MAE {r['mae']:.4f} ± {r['mae_se']:.4f} "
-            f"({by})  suite mean {r['suite_mae']:.4f}  coverage {r['coverage']:.2f}  ({r['runs']} runs)"
+            f"{r['method']:<18} {r['mode']:<11} {r['items']} items  MAE {r['mae']:.4f}{_se(r, 'mae_se', 4)} "
+            f"({by})  suite mean {r['suite_mae']:.4f}  coverage {r['coverage']:.2f}  ({_runs(r)})"
         )
 
     return _output(args, sim.results, records, line)
@@ -439,7 +454,7 @@ def _simulate_suite_precision(args, suite, modes, common: dict) -> int:
         return (
             f"{r['method']:<14} {r['mode']:<11} ±{r['precision']} on {r['of']}: met for {r['precision_met']:.0%}, "
             f"items mean {r['items_mean']:.1f} (p90 {r['items_p90']:.0f})  MAE {r['mae']:.4f}  "
-            f"suite mean {r['suite_mae']:.4f}  coverage {r['coverage']:.2f}  ({r['runs']} runs)"
+            f"suite mean {r['suite_mae']:.4f}  coverage {r['coverage']:.2f}  ({_runs(r)})"
         )
 
     return _output(args, found.results, records, line)
@@ -489,7 +504,7 @@ def _simulate_precision(args, bench, common) -> int:
             f"{r['method']:<16} precision ±{r['precision']}: met for {r['precision_met']:.0%} of targets, "
             f"items mean {r['items_mean']:.1f} (p90 {r['items_p90']:.0f}; a fixed budget for 90%: {fixed})  "
             f"MAE {r['mae']:.4f}  coverage {r['coverage']:.2f}  "
-            f"({r['seconds_per_run']:.2f} s/run, {r['runs']} runs)"
+            f"({r['seconds_per_run']:.2f} s/run, {_runs(r)})"
         )
 
     return _output(args, results, records, line)  # --tidy: one row per (run, method, target), with its items
@@ -514,7 +529,12 @@ def _plan(args) -> int:
     if args.suite or (args.state and is_suite_plan(args.state)):
         return _plan_suite(args)
     _refuse(args, "{0} applies to a suite's plan only", "--tasks", "--metrics", "--jobs", "--precision-of")
+    if args.benchmark:
+        _refuse(args, "{0} goes with plan --state, after the G-set's lm-eval run", "--samples", given=_set)
+    else:  # the plan folder already fixes them: an ignored option would mislead
+        _refuse(args, "{0} goes with plan --benchmark (step 1): the plan in --state has fixed it", *_STEP_1, given=_set)
     args.g_size = args.g_size or 10
+    args.distance = args.distance or "manhattan"
     _check_precision_args(args)
     if args.method is not None:
         check_round_method(args.method)
@@ -543,7 +563,7 @@ def _plan(args) -> int:
                 f"after {done['items']} items: estimate {done['estimate']:.4f}, "
                 f"90% interval {done['low']:.4f}-{done['high']:.4f} (requested +-{done['precision']})"
             )
-        return _next_round(done, args.state, f"{args.round_size} more items at most")
+        return _next_round(done, args.state, f"{done.get('round_size', args.round_size)} more items at most")
     if not args.samples or not args.budget:
         raise TailoredBenchError("plan --state needs --samples FILE... and --budget N (or --precision P)")
     step = plan_n_set(args.state, args.samples, args.budget, seed=args.seed, force=args.force).step
@@ -556,12 +576,15 @@ def _plan(args) -> int:
 
 
 _ROUNDS_ONLY = ("--max-budget", "--round-size", "--method", "--precision-of")
+#: what a plan's first step fixes
+_STEP_1 = ("--task", "--metric", "--g-size", "--distance", "--out")
 
 
 def _plan_suite(args) -> int:
     """``plan --suite`` (step 1), and ``plan --state`` on a suite's plan: step 2 or the precision mode's rounds."""
     _refuse(args, "{0} does not apply to a suite's plan; name them with {0}s", "--task", "--metric", given=_set)
     if args.suite:
+        _refuse(args, "{0} goes with plan --state, after the G-sets' lm-eval run", "--samples", given=_set)
         after = "after the G-sets' lm-eval run"
         _refuse(args, "{0} goes with plan --state, " + after, "--budget", "--precision", given=_set)
         _refuse(args, "{0} goes with plan --state --precision, " + after, *_ROUNDS_ONLY, given=_set)
@@ -570,11 +593,13 @@ def _plan_suite(args) -> int:
             raise TailoredBenchError("plan --suite needs --out FOLDER")
         suite = args.suite[0] if len(args.suite) == 1 else args.suite
         tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else None
-        options = {"g_size": args.g_size or 5, "seed": args.seed or 0, "distance": args.distance, "force": args.force}
+        distance = check_distance(args.distance or "manhattan")
+        options = {"g_size": args.g_size or 5, "seed": args.seed or 0, "distance": distance, "force": args.force}
         state = _noting(plan_suite_g_set, suite, args.out, tasks=tasks, metrics=args.metrics, **options)
         print(f"wrote {args.out}/{G_SET}: {state.g_size} items of each of {len(state.tasks)} tasks (the G-sets)")
         return _next_run(",".join(state.tasks), f"{args.out}/{G_SET}")
     _refuse(args, "{0} goes with plan --suite", "--tasks", "--metrics")
+    _refuse(args, "{0} goes with plan --suite (step 1): the plan in --state has fixed it", *_STEP_1, given=_set)
     if args.precision is not None:
         if args.budget:
             raise TailoredBenchError("give --precision or --budget, not both")
@@ -692,6 +717,9 @@ def main(argv=None) -> int:
             args = parser.parse_args(argv)
         except SystemExit as stop:  # --help, or a one-line usage error (code 2)
             return stop.code if isinstance(stop.code, int) else 2
+        for flag in ("state", "out", "tidy", "output_dir"):  # "" would name the current folder unseen
+            if getattr(args, flag, None) == "":
+                raise TailoredBenchError(f"--{flag.replace('_', '-')} is empty: give a path")
         pin_data_dir()
         command = {"simulate": _simulate, "plan": _plan, "estimate": _estimate, "reproduce": _reproduce}
         return command[args.command](args)

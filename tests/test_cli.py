@@ -162,6 +162,46 @@ def test_simulate_every_benchmark(benchmark, capsys):
 # --- repeated options, Ctrl-C, messages ------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        *(
+            (
+                ["plan", "--state", "plan", "--samples", "s.jsonl", "--budget", "30", flag, value],
+                f"{flag} goes with plan --benchmark",
+            )
+            for flag, value in (
+                ("--metric", "acc"),
+                ("--task", "t"),
+                ("--g-size", "5"),
+                ("--distance", "cosine"),
+                ("--out", "o"),
+            )
+        ),
+        (
+            ["plan", "--benchmark", "arc_challenge", "--out", "p", "--samples", "s.jsonl"],
+            "--samples goes with plan --state",
+        ),
+        (["plan", "--benchmark", "pope", "--out", "p"], "pope has no lm-eval task here: give --task"),
+        (["simulate", "--benchmark", "gsm8k", "--split", "random"], "--split applies to --matrix"),
+        (["simulate", "--benchmark", "gsm8k", "--interval", "0.5", "--no-interval"], "not both"),
+        (["estimate", "--state", "", "--samples", "s.jsonl"], "--state is empty"),
+    ],
+)
+def test_an_option_that_would_be_ignored_is_refused(args, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert not (tmp_path / "p").exists()
+
+
+def test_one_run_prints_no_standard_error(capsys):
+    assert main(["simulate", "--benchmark", "pope", "--runs", "1", "--no-interval"]) == 0
+    out = capsys.readouterr().out
+    assert "±" not in out and "s/run, 1 run)" in out
+
+
 def test_a_repeated_list_option_adds_up():
     parse = _build_parser().parse_args
     base = ["simulate", "--benchmark", "gsm8k"]

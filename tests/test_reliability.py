@@ -350,6 +350,9 @@ def test_each_bad_samples_path_gets_its_own_message(planned, capsys, given, mess
         (lambda text, state: json.dumps({**state, "native_sources": state["native_sources"][::-1]}), "checksum"),
         (lambda text, state: json.dumps({**state, "n_set_doc_ids": state["n_set_doc_ids"][::-1]}), "checksum"),
         (lambda text, state: json.dumps({"state_format": 3, "hello": 1}), "plan again"),
+        # beyond the JSON parser's own limits: nesting deeper than Python's recursion, a number of 5000 digits
+        (lambda text, state: "[" * 100_000 + "]" * 100_000, "not a JSON state file"),
+        (lambda text, state: text.replace("{", '{"x": ' + "9" * 5000 + ", ", 1), "not a JSON state file"),
     ],
 )
 def test_a_damaged_state_is_refused(planned, capsys, damage, message):
@@ -358,6 +361,16 @@ def test_a_damaged_state_is_refused(planned, capsys, damage, message):
     text = path.read_text()
     path.write_text(damage(text, json.loads(text)))
     one_line_error(capsys, ["estimate", "--state", str(plan), "--samples", str(first), str(second)], message)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['{"doc_id": 5, "acc_norm": 1, "x": ' + "1" * 5000 + "}", '{"doc_id": ' + "[" * 100_000 + "]" * 100_000 + "}"],
+)
+def test_a_samples_line_beyond_the_json_parsers_limits_is_refused(planned, capsys, line):
+    plan, first, second, _ = planned
+    second.write_text(second.read_text() + line + "\n")
+    one_line_error(capsys, ["estimate", "--state", str(plan), "--samples", str(first), str(second)], "is not JSON")
 
 
 def test_the_estimate_of_an_intact_plan(planned, capsys):

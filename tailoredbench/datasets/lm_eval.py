@@ -144,7 +144,7 @@ def model_of(path: str | Path) -> str:
         args = config.get("model_args")
         args = json.dumps(args, sort_keys=True) if isinstance(args, dict) else (args or "")
         return f"{config['model']}({args})"
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, KeyError, TypeError):
+    except (ValueError, RecursionError, AttributeError, KeyError, TypeError):  # ValueError: JSON, UTF-8, digits
         raise DataError(f"{results}: not lm-eval's results JSON (no config.model)") from None
 
 
@@ -167,7 +167,7 @@ def read_samples(path: str | Path, metric: str, task: str | None = None) -> dict
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or beyond the parser's limits (nesting, digits)
             raise DataError(f"{path}: line {number} is not JSON") from None
         if not isinstance(record, dict) or "doc_id" not in record:
             raise DataError(f"{path}: line {number} has no doc_id")

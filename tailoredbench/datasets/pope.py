@@ -210,7 +210,7 @@ def _records(repo: str, path: str) -> list[dict]:
         if text.lstrip().startswith("["):
             return json.loads(text)
         return [json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as err:
+    except (ValueError, RecursionError) as err:
         raise DataError(f"{local}: not JSON or JSON Lines ({err})") from None
 
 

@@ -208,7 +208,8 @@ def plan_g_set(
 ) -> PlanState:
     """Step 1: write ``g_set.json`` (the G-set for lm-eval's ``--samples``) and ``state.json``.
 
-    ``task`` defaults to the benchmark's lm-eval task, ``metric`` to that task's per-item metric.
+    ``task`` defaults to the benchmark's lm-eval task, ``metric`` to that task's per-item metric; a benchmark
+    without one (POPE, the full-length HellaSwag) needs both.
 
     A folder that holds files is refused unless ``force`` (it may hold a plan a model is run on).
     """
@@ -220,6 +221,11 @@ def plan_g_set(
 def _plan_g_set(benchmark, out: Path, task, metric, g_size, seed, distance, force) -> PlanState:
     if not force:
         check_free(out, PlanState)
+    if benchmark in SPECS and SPECS[benchmark].lm_eval_task is None and not (task and metric):
+        # its items' ids are not known to be an lm-eval task's doc_ids: a guessed name or metric would misread
+        raise TailoredBenchError(
+            f"{benchmark} has no lm-eval task here: give --task (whose doc_ids are its item ids) and --metric"
+        )
     bench = load_benchmark(benchmark)
     task = task or SPECS[benchmark].lm_eval_task or benchmark
     tb = TailoredBench(g_size, distance, random_state=(seed, 0)).fit(bench.source)
@@ -455,6 +461,7 @@ def _plan_round(
     out.update(items=budgets[replayed["stop"]] if answered else len(state.g_set), file=None, round=answered)
     if out["status"] == "next round":
         out.update(file=str(folder / ROUND.format(answered + 1)), round=answered + 1)
+        out["round_size"] = budgets[answered] - (budgets[answered - 1] if answered else len(state.g_set))
     step = state.step
     assert isinstance(step, Rounds)  # set just above
     rounds = tuple(sorted({*step.rounds, *budgets[: out["round"]]}))

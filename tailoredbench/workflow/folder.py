@@ -113,7 +113,7 @@ def load_json(text: str):
     """The JSON value of a state file's ``text``, or a one-line error."""
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, or beyond the parser's limits (nesting, digits)
         raise TailoredBenchError("not a JSON state file (truncated or foreign?)") from None
     return data
 

@@ -224,10 +224,10 @@ def is_suite_plan(folder: str | Path) -> bool:
     of two or more tasks, so that its error names ``plan --suite``."""
     try:
         data = json.loads((Path(folder) / STATE).read_text(errors="replace"))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):  # unreadable: the plan's own reader says why
         try:
             g_sets = json.loads((Path(folder) / G_SET).read_text(errors="replace"))
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError, RecursionError):
             return False
         return isinstance(g_sets, dict) and len(g_sets) > 1
     return isinstance(data, dict) and "suite_state_format" in data
