@@ -507,6 +507,31 @@ def adaptive_counts(bench: Benchmark, runs: int, seed: int = 0, g_size: int = 10
     return np.array(counts)
 
 
+def native_reading(bench: Benchmark, runs: int, seed: int = 0, g_size: int = 10) -> str:
+    """Two sentences on how alike a benchmark's models are: the native sources kept, and near twins across the split.
+
+    A target with a source that answers nearly every item as it does (a near twin, such as the same checkpoint run
+    with other settings) is easy for any method that finds that source.
+    """
+    kept = adaptive_counts(bench, runs, seed, g_size)
+    usual = int(np.bincount(kept).argmax())
+    source, target = bench.source.values, bench.target.values
+    # each target's share of items answered alike by its closest source: one matrix product, not a T x S x N array
+    closest = ((target @ source.T + (1 - target) @ (1 - source).T) / bench.n_items).max(axis=1)
+    twins = int((closest > 0.95).sum())
+    how_often = (
+        f"in all {runs} runs"
+        if kept.min() == kept.max()
+        else f"in {int((kept == usual).sum())} of the {runs} runs ({kept.min()} to {kept.max()} in all)"
+    )
+    return (
+        f"TailoredBench keeps {usual} native sources of the {bench.source.n_models} {how_often}. A target's closest "
+        "source answers "
+        f"{closest.min():.0%} to {closest.max():.0%} of the items as it does; {twins} of the {bench.target.n_models} "
+        "targets have a near twin among the sources, over 95% alike."
+    )
+
+
 def native_families(bench: Benchmark, runs: int = 10, seed: int = 0, g_size: int = 10) -> pd.DataFrame:
     """Share of each source family among the native sources of each target family.
 
@@ -557,16 +582,35 @@ def coreset_distances(bench: Benchmark, budget: int = 30, seed: int = 0) -> dict
     the source embedding and in the target embedding (z-scored target models), with
     the same clusters: looser clusters under the targets mean the coreset
     represents them worse.
+
+    ``control``: a second coreset fitted on every other source model in order of accuracy, its tightness under
+    that half, under the other half and under the targets: both of the last two are models it never saw, so
+    only a difference between them is a difference between sources and targets.
     """
     source, target = bench.source.values, bench.target.values
-    result = k_medoids_binary(binary_points(source.T), budget, random_state=rng.stream((seed, rng.CORESET)))
-    medoid_of_item = result.medoids[result.labels]
+    result = _coreset(source, budget, seed)
     out: dict = {"medoids": result.medoids, "labels": result.labels}
     for view, matrix in (("source models", source), ("target models", target)):
-        Z = standardize(matrix.T)
-        distance = np.abs(Z - Z[medoid_of_item]).sum(axis=1)
-        out[view] = {"mean_distance": float(distance.mean()), "per_model": float(distance.mean() / matrix.shape[0])}
+        out[view] = _tightness(matrix, result)
+    by_accuracy = np.argsort(source.mean(axis=1), kind="stable")  # alternate ranks: two halves of alike accuracy
+    fitted, held_out = source[by_accuracy[0::2]], source[by_accuracy[1::2]]
+    half = _coreset(fitted, budget, seed)
+    out["control"] = {
+        view: _tightness(m, half)
+        for view, m in (("fitted half", fitted), ("held-out half", held_out), ("target models", target))
+    }
     return out
+
+
+def _coreset(source: np.ndarray, budget: int, seed: int):
+    return k_medoids_binary(binary_points(source.T), budget, random_state=rng.stream((seed, rng.CORESET)))
+
+
+def _tightness(matrix: np.ndarray, coreset) -> dict:
+    """Each item's Manhattan distance to its medoid among the z-scored models of ``matrix``: mean, and per model."""
+    Z = standardize(matrix.T)
+    distance = np.abs(Z - Z[coreset.medoids[coreset.labels]]).sum(axis=1)
+    return {"mean_distance": float(distance.mean()), "per_model": float(distance.mean() / matrix.shape[0])}
 
 
 def embed_items(matrix: np.ndarray, method: str = "pca", seed: int = 0) -> np.ndarray:

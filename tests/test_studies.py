@@ -64,6 +64,16 @@ def test_fixed_count_arm_scales_with_the_sources(matrices):
     assert studies.fixed_count(1.0)(bench)["method_options"] == {"n_native": 20, "native_offset": 0}
 
 
+def test_the_native_reading_counts_near_twins(matrices):
+    source, target = matrices
+    target = target.copy()
+    target[0] = source[3]  # SYNTHETIC: a target that answers every item as a source does
+    said = studies.native_reading(_bench(source, target), 3, 0, 5)
+    count = studies.adaptive_counts(_bench(source, target), 3, 0, 5)
+    assert f"keeps {np.bincount(count).argmax()} native sources of the 20" in said
+    assert "to 100% of the items" in said and "targets have a near twin" in said
+
+
 def test_coreset_is_tighter_for_the_models_it_was_chosen_on(matrices):
     # SYNTHETIC: targets answer at random, so the sources' clusters do not fit them
     source, _ = matrices
@@ -71,6 +81,8 @@ def test_coreset_is_tighter_for_the_models_it_was_chosen_on(matrices):
     found = studies.coreset_distances(_bench(source, noise), 10)
     assert found["source models"]["mean_distance"] < found["target models"]["mean_distance"]
     assert len(found["medoids"]) == 10 and found["labels"].shape == (source.shape[1],)
+    control = found["control"]  # a coreset of half the sources: tightest under the half it was fitted to
+    assert control["fitted half"]["per_model"] < control["held-out half"]["per_model"]
 
 
 def test_paper_table_sets_the_paper_beside_ours():
