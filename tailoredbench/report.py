@@ -750,17 +750,16 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
     parts = [f"has a lower MAE than each of them on {listed(wins)}"] * bool(wins)
     parts += [f"ties the best of them on {listed(title(b) for b in groups['tie'])}"] * bool(groups["tie"])
     parts += [f"is worse on {listed(losses)}"] * bool(losses)
-    # a baseline the paper does not run (fluid) may still beat TailoredBench: said in the same sentence
+    # a baseline the paper does not run (fluid) may still beat TailoredBench: said beside the paper's comparison
     later: dict[str, list[str]] = {}
     for b in mae:
         m = match(of[b], budget)
         if m is not None and m.rival not in PAPER_METHODS and m.outcome == "loss":
-            later.setdefault(m.rival, []).append(f"{title(b)} ({m.rival_value:.4f} against {m.value:.4f})")
+            later.setdefault(m.rival, []).append(f"{title(b)} ({m.rival_value:.4f})")
     beyond = [
-        f"{rival}, a baseline the paper does not run, is lower on {listed(where)}" for rival, where in later.items()
+        f"{rival}, which the paper does not run, has a lower MAE on {listed(where)}" for rival, where in later.items()
     ]
-    sentences = [f"At {budget} items, against the paper's baselines, TailoredBench {listed(parts)}"]
-    sentences[0] += f"; {listed(beyond)}." if beyond else "."
+    sentences = [f"At {budget} items, against the paper's baselines, TailoredBench {listed(parts)}."]
     if paper:
         short = {"reproduced": "reproduced", "a smaller gain": "smaller", "not reproduced": "not reproduced"}
         verdicts: dict[str, list[str]] = {v: [] for v in short.values()}
@@ -769,9 +768,12 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
                 verdicts.setdefault(short[reproduction(m, paper[b]).split(" (")[0]], []).append(title(b))
         said = [f"{v} on {listed(names)}" for v, names in verdicts.items() if names]
         sentences.append(
-            f"Set beside the paper's gain over its best baseline, its gain over the paper's baselines is "
-            f"{listed(said)}."
+            f"Set beside the paper's gain over its best baseline, its gain over the paper's baselines is {listed(said)}"
         )
+    if beyond:  # in the paper's sentence if there is one, else the first
+        sentences[-1] = sentences[-1].removesuffix(".") + f"; {listed(beyond)}."
+    elif paper:
+        sentences[-1] += "."
     tau = {b: match(of[b], budget, "kendall_tau", paper_only=True) for b in mae}
     best, tied = ([title(b) for b, m in tau.items() if m is not None and m.outcome == o] for o in ("win", "tie"))
     said = [f"ranks the targets best on {listed(best) or 'none'}"]

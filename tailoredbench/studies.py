@@ -507,28 +507,33 @@ def adaptive_counts(bench: Benchmark, runs: int, seed: int = 0, g_size: int = 10
     return np.array(counts)
 
 
-def native_reading(bench: Benchmark, runs: int, seed: int = 0, g_size: int = 10) -> str:
+def native_reading(bench: Benchmark, runs: int, seed: int = 0, g_size: int = 10, distance: str = "manhattan") -> str:
     """Two sentences on how alike a benchmark's models are: the native sources kept, and near twins across the split.
 
-    A target with a source that answers nearly every item as it does (a near twin, such as the same checkpoint run
-    with other settings) is easy for any method that finds that source.
+    Likeness is Cohen's kappa, agreement beyond what two models of their accuracies reach by chance: two models that
+    fail nearly every item agree on nearly every item without being alike. A target with a near twin among the
+    sources (kappa at least 0.9, such as the same checkpoint run another way) is easy for any method that finds it.
     """
-    kept = adaptive_counts(bench, runs, seed, g_size)
+    kept = adaptive_counts(bench, runs, seed, g_size, distance)
     usual = int(np.bincount(kept).argmax())
-    source, target = bench.source.values, bench.target.values
-    # each target's share of items answered alike by its closest source: one matrix product, not a T x S x N array
-    closest = ((target @ source.T + (1 - target) @ (1 - source).T) / bench.n_items).max(axis=1)
-    twins = int((closest > 0.95).sum())
     how_often = (
         f"in all {runs} runs"
         if kept.min() == kept.max()
         else f"in {int((kept == usual).sum())} of the {runs} runs ({kept.min()} to {kept.max()} in all)"
     )
+    source, target = bench.source.values, bench.target.values
+    observed = (target @ source.T + (1 - target) @ (1 - source).T) / bench.n_items  # share of items alike
+    p_t, p_s = target.mean(axis=1)[:, None], source.mean(axis=1)[None, :]
+    by_chance = p_t * p_s + (1 - p_t) * (1 - p_s)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a model right (or wrong) on every item: no kappa
+        kappa = np.where(by_chance < 1, (observed - by_chance) / (1 - by_chance), 0.0)
+    closest = kappa.max(axis=1)
+    twins = int((closest >= 0.9).sum())
     return (
-        f"TailoredBench keeps {usual} native sources of the {bench.source.n_models} {how_often}. A target's closest "
-        "source answers "
-        f"{closest.min():.0%} to {closest.max():.0%} of the items as it does; {twins} of the {bench.target.n_models} "
-        "targets have a near twin among the sources, over 95% alike."
+        f"TailoredBench keeps {usual} native sources of the {bench.source.n_models} {how_often}. Measured by Cohen's "
+        f"kappa (agreement beyond chance, 1 for identical answers), each target's closest source is at "
+        f"{closest.min():.2f} to {closest.max():.2f}, and {twins} of the {bench.target.n_models} targets "
+        f"{'has' if twins == 1 else 'have'} a near twin among the sources (kappa 0.9 or more)."
     )
 
 
@@ -574,7 +579,7 @@ def own_family(frame: pd.DataFrame, min_targets: int = 3) -> pd.DataFrame:
 # The motivating embedding figure
 
 
-def coreset_distances(bench: Benchmark, budget: int = 30, seed: int = 0) -> dict:
+def coreset_distances(bench: Benchmark, budget: int = 30, seed: int = 0, folds: int = 5) -> dict:
     """A static coreset's clusters, and their tightness seen by source and by target models.
 
     The coreset is K-Medoids (Manhattan) on items embedded by the z-scored source
@@ -583,22 +588,27 @@ def coreset_distances(bench: Benchmark, budget: int = 30, seed: int = 0) -> dict
     the same clusters: looser clusters under the targets mean the coreset
     represents them worse.
 
-    ``control``: a second coreset fitted on every other source model in order of accuracy, its tightness under
-    that half, under the other half and under the targets: both of the last two are models it never saw, so
-    only a difference between them is a difference between sources and targets.
+    ``control``: clusters look looser under any models they were not fitted to. With the sources ranked by
+    accuracy and dealt into ``folds`` folds, a coreset is fitted on all but one fold and measured under those
+    sources, under the fold left out and under the targets. ``unseen``: each fold's looseness of the left-out
+    sources over the fitted ones; ``targets_over_unseen``: the targets' over the left-out sources', both unseen,
+    so only this ratio above 1 says that targets differ from sources.
     """
     source, target = bench.source.values, bench.target.values
     result = _coreset(source, budget, seed)
     out: dict = {"medoids": result.medoids, "labels": result.labels}
     for view, matrix in (("source models", source), ("target models", target)):
         out[view] = _tightness(matrix, result)
-    by_accuracy = np.argsort(source.mean(axis=1), kind="stable")  # alternate ranks: two halves of alike accuracy
-    fitted, held_out = source[by_accuracy[0::2]], source[by_accuracy[1::2]]
-    half = _coreset(fitted, budget, seed)
-    out["control"] = {
-        view: _tightness(m, half)
-        for view, m in (("fitted half", fitted), ("held-out half", held_out), ("target models", target))
-    }
+    fold_of = np.empty(len(source), dtype=int)
+    fold_of[np.argsort(source.mean(axis=1), kind="stable")] = np.arange(len(source)) % folds  # alike folds
+    unseen, targets_over_unseen = [], []
+    for fold in range(folds):
+        fitted, left_out = source[fold_of != fold], source[fold_of == fold]
+        coreset = _coreset(fitted, budget, seed)
+        fitted_d, left_out_d, target_d = (_tightness(m, coreset)["per_model"] for m in (fitted, left_out, target))
+        unseen.append(left_out_d / fitted_d if fitted_d else np.nan)
+        targets_over_unseen.append(target_d / left_out_d if left_out_d else np.nan)
+    out["control"] = {"unseen": np.array(unseen), "targets_over_unseen": np.array(targets_over_unseen)}
     return out
 
 

@@ -162,6 +162,14 @@ def test_written_tables_keep_the_raw_columns_and_pivot_the_readable_ones(tmp_pat
     assert r"random\_regression" in tex and r"\textbf{" in tex
 
 
+def test_the_main_takeaway_names_a_later_baseline_that_beats_tailoredbench():
+    table = summary({**WIN, "fluid": 0.0200}).assign(benchmark="gsm8k")  # fluid is no paper baseline
+    said = sentences(report.main_takeaway(table, 30, {"gsm8k": (0.041, 0.033)}))
+    assert said[0].startswith("At 30 items, against the paper's baselines, TailoredBench has a lower MAE")
+    assert said[1].endswith("; fluid, which the paper does not run, has a lower MAE on GSM8K (0.0200).")
+    assert len(said) == 3
+
+
 def test_the_main_takeaway_says_at_which_budgets_a_win_holds():
     only_at_30 = summary(WIN)
     # at 20 and 40 items gp_irt is clearly lower: the win at 30 is not a win everywhere
