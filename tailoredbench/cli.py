@@ -584,9 +584,8 @@ def _plan_suite(args) -> int:
     """``plan --suite`` (step 1), and ``plan --state`` on a suite's plan: step 2 or the precision mode's rounds."""
     _refuse(args, "{0} does not apply to a suite's plan; name them with {0}s", "--task", "--metric", given=_set)
     if args.suite:
-        _refuse(args, "{0} goes with plan --state, after the G-sets' lm-eval run", "--samples", given=_set)
         after = "after the G-sets' lm-eval run"
-        _refuse(args, "{0} goes with plan --state, " + after, "--budget", "--precision", given=_set)
+        _refuse(args, "{0} goes with plan --state, " + after, "--samples", "--budget", "--precision", given=_set)
         _refuse(args, "{0} goes with plan --state --precision, " + after, *_ROUNDS_ONLY, given=_set)
         _refuse(args, "{0} goes with plan --state --budget, where the weights are fitted", "--jobs")
         if not args.out:

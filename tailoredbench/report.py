@@ -759,7 +759,7 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
     beyond = [
         f"{rival}, which the paper does not run, has a lower MAE on {listed(where)}" for rival, where in later.items()
     ]
-    sentences = [f"At {budget} items, against the paper's baselines, TailoredBench {listed(parts)}."]
+    sentences = [f"At {budget} items, against the paper's baselines, TailoredBench {listed(parts)}"]
     if paper:
         short = {"reproduced": "reproduced", "a smaller gain": "smaller", "not reproduced": "not reproduced"}
         verdicts: dict[str, list[str]] = {v: [] for v in short.values()}
@@ -771,9 +771,8 @@ def main_takeaway(table: pd.DataFrame, budget: int = 30, paper=None) -> str:
             f"Set beside the paper's gain over its best baseline, its gain over the paper's baselines is {listed(said)}"
         )
     if beyond:  # in the paper's sentence if there is one, else the first
-        sentences[-1] = sentences[-1].removesuffix(".") + f"; {listed(beyond)}."
-    elif paper:
-        sentences[-1] += "."
+        sentences[-1] += f"; {listed(beyond)}"
+    sentences = [sentence + "." for sentence in sentences]
     tau = {b: match(of[b], budget, "kendall_tau", paper_only=True) for b in mae}
     best, tied = ([title(b) for b, m in tau.items() if m is not None and m.outcome == o] for o in ("win", "tie"))
     said = [f"ranks the targets best on {listed(best) or 'none'}"]
